@@ -1,0 +1,3 @@
+from accumlint.cli import main
+
+main()
