@@ -1,0 +1,384 @@
+"""Jupyter notebooks: check each code cell, fix cells in place, leave every other byte alone.
+
+Findings keep `model.Finding` unchanged: their rows and columns are relative to the cell, and
+their filename is `"<path>:cell <N>"` (N counts every cell from 1, markdown included, as a reader
+counts them in the notebook). `cell_filename`/`split_cell_filename` build and take apart that
+name, so reporters can show the notebook path and the cell separately.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+from dataclasses import dataclass, field, replace
+from typing import Any, Collection, Optional
+
+from accumlint.engine import ALL_CODES, check_source, fix_source
+from accumlint.model import FileError, FileResult, Finding
+
+_CELL_SEP = ":cell "
+
+
+def cell_filename(path: str, cell: int) -> str:
+    return f"{path}{_CELL_SEP}{cell}"
+
+
+def split_cell_filename(filename: str) -> tuple[str, Optional[int]]:
+    head, sep, tail = filename.rpartition(_CELL_SEP)
+    if sep and tail.isdigit():
+        return head, int(tail)
+    return filename, None
+
+
+class NotebookError(Exception):
+    """The file is not a notebook we can read; the message is one line."""
+
+
+# --- A JSON reader that remembers where each cell's "source" value lies in the text. ---
+
+_WS = re.compile(r"[ \t\n\r]*")
+_NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_LITERALS = {"true": True, "false": False, "null": None}
+
+
+@dataclass
+class _Span:
+    start: int
+    end: int
+
+
+class _Reader:
+    """Recursive descent over JSON text; records spans of `cells[i].source` values."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.source_spans: dict[int, _Span] = {}
+
+    def parse(self) -> Any:
+        value, end = self._value(self._skip(0), ())
+        if self._skip(end) != len(self.text):
+            raise NotebookError("invalid JSON: extra data after the notebook")
+        return value
+
+    def _skip(self, pos: int) -> int:
+        return _WS.match(self.text, pos).end()  # type: ignore[union-attr]
+
+    def _fail(self, pos: int, what: str) -> NotebookError:
+        line = self.text.count("\n", 0, pos) + 1
+        return NotebookError(f"invalid JSON at line {line}: {what}")
+
+    def _value(self, pos: int, path: tuple) -> tuple[Any, int]:
+        if pos >= len(self.text):
+            raise self._fail(pos, "unexpected end of file")
+        char = self.text[pos]
+        if char == '"':
+            return self._string(pos)
+        if char == "{":
+            return self._object(pos, path)
+        if char == "[":
+            return self._array(pos, path)
+        for word, value in _LITERALS.items():
+            if self.text.startswith(word, pos):
+                return value, pos + len(word)
+        match = _NUMBER.match(self.text, pos)
+        if match:
+            return json.loads(match.group()), match.end()
+        raise self._fail(pos, f"unexpected character {char!r}")
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        try:
+            return json.decoder.scanstring(self.text, pos + 1, True)
+        except json.JSONDecodeError as exc:
+            raise self._fail(pos, exc.msg) from None
+
+    def _object(self, pos: int, path: tuple) -> tuple[dict, int]:
+        result: dict = {}
+        pos = self._skip(pos + 1)
+        if self.text.startswith("}", pos):
+            return result, pos + 1
+        while True:
+            if not self.text.startswith('"', pos):
+                raise self._fail(pos, "expected a key")
+            key, pos = self._string(pos)
+            pos = self._skip(pos)
+            if not self.text.startswith(":", pos):
+                raise self._fail(pos, "expected ':'")
+            start = self._skip(pos + 1)
+            result[key], pos = self._value(start, path + (key,))
+            if key == "source" and len(path) == 2 and path[0] == "cells":
+                self.source_spans[path[1]] = _Span(start, pos)
+            pos = self._skip(pos)
+            if self.text.startswith(",", pos):
+                pos = self._skip(pos + 1)
+            elif self.text.startswith("}", pos):
+                return result, pos + 1
+            else:
+                raise self._fail(pos, "expected ',' or '}'")
+
+    def _array(self, pos: int, path: tuple) -> tuple[list, int]:
+        result: list = []
+        pos = self._skip(pos + 1)
+        if self.text.startswith("]", pos):
+            return result, pos + 1
+        while True:
+            value, pos = self._value(pos, path + (len(result),))
+            result.append(value)
+            pos = self._skip(pos)
+            if self.text.startswith(",", pos):
+                pos = self._skip(pos + 1)
+            elif self.text.startswith("]", pos):
+                return result, pos + 1
+            else:
+                raise self._fail(pos, "expected ',' or ']'")
+
+
+# --- IPython syntax: hidden from the parser without moving any line. ---
+
+_CELL_MAGIC = re.compile(r"\s*%%(\w+)")
+_LINE_MAGIC = re.compile(r"(?P<indent>[ \t]*)(?:[%!?]|[\w.]+\s*=\s*[%!])")
+_HELP = re.compile(r"[ \t]*[\w.]+\?\??\s*$")
+
+
+@dataclass
+class _Masked:
+    code: str
+    token: str
+    originals: dict[int, str]  # placeholder number -> the line it replaced (without newline)
+
+
+def _mask(source: str) -> Optional[_Masked]:
+    """Replace IPython-only lines by numbered `pass` placeholders; None for a non-Python cell."""
+    token = "accumlint_magic_" + secrets.token_hex(4)
+    magic = _CELL_MAGIC.match(source)
+    if magic and magic.group(1) != "python":
+        return None
+    try:
+        compile(source, "<cell>", "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+        return _Masked(source, token, {})
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        pass  # maybe IPython syntax: mask it below, or let the engine report the real error
+    # Python's own line breaks only (str.splitlines would also break on \f and U+2028).
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+    originals: dict[int, str] = {}
+    continuing: Optional[str] = None  # indent of a magic continued with a backslash
+    for index, line in enumerate(lines):
+        body = line.rstrip("\r\n")
+        ending = line[len(body):]
+        indent = continuing
+        if indent is None:
+            match = _LINE_MAGIC.match(body)
+            if match or _HELP.match(body):
+                indent = body[: len(body) - len(body.lstrip(" \t"))]
+        if indent is None:
+            continue
+        number = len(originals)
+        originals[number] = body
+        lines[index] = f"{indent}pass  # {token}_{number}{ending}"
+        continuing = indent if body.endswith("\\") else None
+    return _Masked("".join(lines), token, originals)
+
+
+def _unmask(code: str, masked: _Masked) -> Optional[str]:
+    """Put each original line back where its placeholder ended up; None if one went missing."""
+    if not masked.originals:
+        return code
+    pattern = re.compile(rf"(?m)^([ \t]*)pass  # {masked.token}_(\d+)$")
+    seen: list[int] = []
+
+    def restore(match: re.Match) -> str:
+        number = int(match.group(2))
+        seen.append(number)
+        original = masked.originals[number]
+        return match.group(1) + original.lstrip(" \t")
+
+    restored = pattern.sub(restore, code)
+    if sorted(seen) != sorted(masked.originals):
+        return None  # a fix moved or dropped a magic: safer not to fix this cell
+    return restored
+
+
+# --- Checking and fixing. ---
+
+
+@dataclass
+class CellResult:
+    index: int  # 0-based position among all cells
+    result: FileResult
+
+    @property
+    def number(self) -> int:
+        return self.index + 1
+
+
+@dataclass
+class NotebookResult:
+    filename: str
+    cells: list[CellResult] = field(default_factory=list)
+    error: Optional[FileError] = None
+
+    def findings(self) -> list[Finding]:
+        """Every cell's findings, named `"<path>:cell <N>"`, rows relative to the cell."""
+        found = []
+        for cell in self.cells:
+            name = cell_filename(self.filename, cell.number)
+            found.extend(replace(finding, filename=name) for finding in cell.result.findings)
+        return found
+
+    def errors(self) -> list[FileError]:
+        errors = [self.error] if self.error else []
+        for cell in self.cells:
+            if cell.result.error:
+                name = cell_filename(self.filename, cell.number)
+                errors.append(FileError(name, cell.result.error.message))
+        return errors
+
+    def as_file_result(self) -> FileResult:
+        """One FileResult for the whole notebook, as `parallel.check_files` returns it."""
+        result = FileResult(self.filename, findings=self.findings())
+        errors = self.errors()
+        if errors:
+            result.error = FileError(self.filename, "; ".join(_describe(e) for e in errors))
+        return result
+
+
+def _describe(error: FileError) -> str:
+    _path, cell = split_cell_filename(error.filename)
+    return error.message if cell is None else f"cell {cell}: {error.message}"
+
+
+@dataclass
+class _Notebook:
+    text: str
+    cells: list[dict]
+    spans: dict[int, _Span]
+
+
+def _load(raw: bytes) -> _Notebook:
+    try:
+        text = raw.decode("utf-8")  # nbformat: notebooks are UTF-8 JSON
+    except UnicodeDecodeError as exc:
+        raise NotebookError(f"not UTF-8 at byte {exc.start}") from None
+    if text.startswith("\ufeff"):
+        raise NotebookError("starts with a byte-order mark, which JSON does not allow")
+    reader = _Reader(text)
+    try:
+        data = reader.parse()
+    except RecursionError:
+        raise NotebookError("JSON nested too deeply") from None
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        raise NotebookError("not a notebook: no list of cells (nbformat 4 is required)")
+    cells = data["cells"] if _is_python(data.get("metadata")) else []
+    return _Notebook(text, cells, reader.source_spans)
+
+
+def _is_python(metadata: Any) -> bool:
+    # An R or Julia notebook has code cells too; only Python ones are ours. No metadata: assume.
+    info = metadata.get("language_info") if isinstance(metadata, dict) else None
+    name = info.get("name", "python") if isinstance(info, dict) else "python"
+    return str(name).lower() in ("python", "python3", "ipython")
+
+
+def _code_cells(notebook: _Notebook):
+    for index, cell in enumerate(notebook.cells):
+        if not isinstance(cell, dict) or cell.get("cell_type") != "code":
+            continue
+        source = cell.get("source", "")
+        if isinstance(source, list) and all(isinstance(part, str) for part in source):
+            source = "".join(source)
+        if isinstance(source, str) and source.strip():
+            yield index, source
+
+
+def check_notebook(
+    raw: bytes, filename: str, select: Collection[str] = ALL_CODES
+) -> NotebookResult:
+    """Check every Python code cell. Never raises on bad input."""
+    result = NotebookResult(filename)
+    try:
+        notebook = _load(raw)
+    except NotebookError as exc:
+        result.error = FileError(filename, str(exc))
+        return result
+    for index, source in _code_cells(notebook):
+        masked = _mask(source)
+        if masked is None:
+            continue
+        cell_result = check_source(masked.code, cell_filename(filename, index + 1), select)
+        result.cells.append(CellResult(index, cell_result))
+    return result
+
+
+def fix_notebook(
+    raw: bytes, unsafe: bool = False, select: Collection[str] = ALL_CODES, filename: str = "<notebook>"
+) -> Optional[bytes]:
+    """The notebook with its fixable cells rewritten, or None when nothing changes.
+
+    Only the `source` values of fixed cells are replaced, in the original text, written the way
+    the notebook wrote them; every other byte stays as it was.
+    """
+    try:
+        notebook = _load(raw)
+    except NotebookError:
+        return None
+    edits: list[tuple[_Span, str]] = []
+    for index, source in _code_cells(notebook):
+        span = notebook.spans.get(index)
+        masked = _mask(source)
+        if span is None or masked is None:
+            continue
+        fixed = fix_source(masked.code, cell_filename(filename, index + 1), select, unsafe)
+        if fixed.error or not isinstance(fixed.fixed_source, str):
+            continue
+        new_source = _unmask(fixed.fixed_source, masked)
+        if new_source is None or new_source == source:
+            continue
+        old_text = notebook.text[span.start:span.end]
+        edits.append((span, _serialise_like(old_text, new_source, notebook.text)))
+    if not edits:
+        return None
+    text = notebook.text
+    for span, replacement in sorted(edits, key=lambda edit: edit[0].start, reverse=True):
+        text = text[: span.start] + replacement + text[span.end :]
+    return text.encode("utf-8")
+
+
+def _string(value: str, ascii_only: bool) -> str:
+    return json.dumps(value, ensure_ascii=ascii_only)
+
+
+def _serialise_like(old: str, source: str, whole: str) -> str:
+    """Write `source` as a JSON value in the same shape as `old`: one string or a list of lines."""
+    # Escape non-ASCII only when the notebook itself does (all ASCII, yet \\u escapes present).
+    ascii_only = whole.isascii() and "\\u" in whole
+    if old.startswith('"'):
+        return _string(source, ascii_only)
+    # nbformat splits on "\n" only; str.splitlines would also split on \f, \x1c, U+2028...
+    parts = source.split("\n")
+    lines = [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    items = [_string(line, ascii_only) for line in lines]
+    if not items:
+        return "[]"
+    first, gap, closing = _list_layout(old)
+    return "[" + first + ("," + gap).join(items) + closing + "]"
+
+
+def _list_layout(old: str) -> tuple[str, str, str]:
+    """The whitespace after `[`, after each `,`, and before `]` in a JSON list of strings."""
+    pos = _WS.match(old, 1).end()  # type: ignore[union-attr]
+    first = old[1:pos]
+    gap = None
+    closing = ""
+    while pos < len(old) and old[pos] == '"':
+        _value, pos = json.decoder.scanstring(old, pos + 1, True)
+        after = _WS.match(old, pos).end()  # type: ignore[union-attr]
+        if old.startswith(",", after):
+            following = _WS.match(old, after + 1).end()  # type: ignore[union-attr]
+            if gap is None:
+                gap = old[after + 1:following]
+            pos = following
+        else:
+            closing = old[pos:after]
+            break
+    # A one-line list shows no separator: lay a longer one out the way it opens.
+    return first, first if gap is None else gap, closing
