@@ -145,6 +145,7 @@ class _Masked:
     code: str
     token: str
     originals: dict[int, str]  # placeholder number -> the line it replaced (without newline)
+    indents: dict[int, str] = field(default_factory=dict)  # placeholder number -> its indent
 
 
 def _mask(source: str) -> Optional[_Masked]:
@@ -161,6 +162,7 @@ def _mask(source: str) -> Optional[_Masked]:
     # Python's own line breaks only (str.splitlines would also break on \f and U+2028).
     lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
     originals: dict[int, str] = {}
+    indents: dict[int, str] = {}
     continuing: Optional[str] = None  # indent of a magic continued with a backslash
     for index, line in enumerate(lines):
         body = line.rstrip("\r\n")
@@ -174,23 +176,27 @@ def _mask(source: str) -> Optional[_Masked]:
             continue
         number = len(originals)
         originals[number] = body
+        indents[number] = indent
         lines[index] = f"{indent}pass  # {token}_{number}{ending}"
         continuing = indent if body.endswith("\\") else None
-    return _Masked("".join(lines), token, originals)
+    return _Masked("".join(lines), token, originals, indents)
 
 
 def _unmask(code: str, masked: _Masked) -> Optional[str]:
     """Put each original line back where its placeholder ended up; None if one went missing."""
     if not masked.originals:
         return code
-    pattern = re.compile(rf"(?m)^([ \t]*)pass  # {masked.token}_(\d+)$")
+    pattern = re.compile(rf"(?m)^([ \t]*)pass  # {masked.token}_(\d+)(?=\r?$)")
     seen: list[int] = []
 
     def restore(match: re.Match) -> str:
         number = int(match.group(2))
         seen.append(number)
-        original = masked.originals[number]
-        return match.group(1) + original.lstrip(" \t")
+        original, indent = masked.originals[number], masked.indents[number]
+        # A fix may have re-indented the placeholder: shift the magic (and continuations) along.
+        if match.group(1) != indent and original.startswith(indent):
+            return match.group(1) + original[len(indent):]
+        return original
 
     restored = pattern.sub(restore, code)
     if sorted(seen) != sorted(masked.originals):
@@ -360,11 +366,11 @@ def _serialise_like(old: str, source: str, whole: str) -> str:
     if not items:
         return "[]"
     first, gap, closing = _list_layout(old)
-    return "[" + first + ("," + gap).join(items) + closing + "]"
+    return "[" + first + gap.join(items) + closing + "]"
 
 
 def _list_layout(old: str) -> tuple[str, str, str]:
-    """The whitespace after `[`, after each `,`, and before `]` in a JSON list of strings."""
+    """What comes after `[`, between two items (the comma and its spaces), and before `]`."""
     pos = _WS.match(old, 1).end()  # type: ignore[union-attr]
     first = old[1:pos]
     gap = None
@@ -375,10 +381,10 @@ def _list_layout(old: str) -> tuple[str, str, str]:
         if old.startswith(",", after):
             following = _WS.match(old, after + 1).end()  # type: ignore[union-attr]
             if gap is None:
-                gap = old[after + 1:following]
+                gap = old[pos:following]
             pos = following
         else:
             closing = old[pos:after]
             break
     # A one-line list shows no separator: lay a longer one out the way it opens.
-    return first, first if gap is None else gap, closing
+    return first, "," + first if gap is None else gap, closing

@@ -1,0 +1,187 @@
+"""Notebooks: cell-by-cell checking, and fixes that touch only the fixed cells' source."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import fake_rule
+from accumlint.notebook import (
+    _mask,
+    _unmask,
+    check_notebook,
+    fix_notebook,
+    split_cell_filename,
+)
+
+LOOP = [
+    "%matplotlib inline\n",
+    "for x in data:\n",
+    "    !nvidia-smi\n",
+    "    loss = f(x)\n",
+    "    loss.backward()\n",
+    "    opt.step()",
+]
+REAL_LOOP = (
+    "for i, (x, y) in enumerate(loader):\n"
+    "    loss = criterion(model(x), y)\n"
+    "    loss.backward()\n"
+    "    if (i + 1) % accum_steps == 0:\n"
+    "        optimizer.step()\n"
+    "        optimizer.zero_grad()\n"
+)
+
+
+def _cell(source, kind="code"):
+    cell = {"cell_type": kind, "metadata": {}, "source": source}
+    if kind == "code":
+        cell.update(execution_count=None, outputs=[])
+    return cell
+
+
+def _notebook(*cells, language="python", **dump) -> bytes:
+    data = {
+        "cells": list(cells),
+        "metadata": {"language_info": {"name": language}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    dump.setdefault("indent", 1)
+    dump.setdefault("ensure_ascii", False)
+    return (json.dumps(data, **dump) + "\n").encode("utf-8")
+
+
+@pytest.fixture
+def fake(monkeypatch):
+    fake_rule.install(monkeypatch)
+
+
+def test_findings_carry_cell_and_cell_relative_line(fake):
+    raw = _notebook(_cell("# title", "markdown"), _cell(LOOP), _cell("y = 1\nl.backward()\n"))
+    result = check_notebook(raw, "nb.ipynb")
+    located = [(f.filename, f.location.row, f.location.column) for f in result.findings()]
+    # The magic lines are masked without moving any line: backward stays on line 5 of cell 2.
+    assert located == [("nb.ipynb:cell 2", 5, 5), ("nb.ipynb:cell 3", 2, 1)]
+    assert split_cell_filename(located[0][0]) == ("nb.ipynb", 2)
+    assert result.errors() == []
+
+
+def test_fix_changes_only_the_fixed_cells_source(fake):
+    clean = _cell(["x = 1\n", "print(x)"])
+    raw = _notebook(_cell("text", "markdown"), _cell(LOOP), clean, _cell("l.backward()\nz = 'é'\n"))
+    new = fix_notebook(raw)
+    fixed_loop = LOOP[:4] + ["    (loss / accum_steps).backward()\n", LOOP[5]]
+    expected = _notebook(_cell("text", "markdown"), _cell(fixed_loop), clean,
+                         _cell("(l / accum_steps).backward()\nz = 'é'\n"))
+    assert new == expected
+    assert fix_notebook(new) is None  # fixing twice is fixing once
+
+
+@pytest.mark.parametrize("dump", [{"indent": 2}, {"indent": "\t"}, {"indent": None},
+                                  {"indent": 1, "ensure_ascii": True}])
+def test_fix_keeps_the_notebooks_own_layout(fake, dump):
+    other = _cell(["a = 'ü'\n", "b = 2"])
+    raw = _notebook(other, _cell(["l.backward()\n", "c = 'ü'"]), **dump)
+    new = fix_notebook(raw)
+    assert new == _notebook(other, _cell(["(l / accum_steps).backward()\n", "c = 'ü'"]), **dump)
+
+
+def test_fix_keeps_crlf_json_and_unusual_spacing_byte_for_byte(fake):
+    text = (
+        '{"cells": [\r\n'
+        '  {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 3,\r\n'
+        '   "source": [ "keep = 1\\n" ,  "keep.backward()" ]},\r\n'
+        '  {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": 4,\r\n'
+        '   "source": ["l.backward()\\n",\r\n     "after = 1"\r\n   ]}\r\n'
+        '], "metadata": {}, "nbformat": 4, "nbformat_minor": 2}\r\n'
+    )
+    new = fix_notebook(text.encode())
+    expected = text.replace('"keep.backward()"', '"(keep / accum_steps).backward()"').replace(
+        '"l.backward()\\n"', '"(l / accum_steps).backward()\\n"')
+    assert new == expected.encode()
+
+
+def test_magics_are_written_back_unchanged_even_when_reindented():
+    masked = _mask("for b in data:\n    %time step(b)\n    !ls \\\n      -la\n")
+    assert masked is not None and "%" not in masked.code and "!" not in masked.code
+    compile(masked.code, "cell", "exec")
+    assert masked.code.count("\n") == 4  # line numbers kept
+    assert _unmask(masked.code, masked) == "for b in data:\n    %time step(b)\n    !ls \\\n      -la\n"
+    moved = masked.code.replace("    pass", "        pass", 1)
+    assert _unmask(moved, masked).splitlines()[1] == "        %time step(b)"
+    dropped = "\n".join(line for line in masked.code.splitlines() if "_0" not in line)
+    assert _unmask(dropped, masked) is None  # a fix that loses a magic is declined
+
+
+def test_valid_python_is_never_masked():
+    source = "x = 5 % 2\ns = '''\n%not a magic\n'''\n"
+    masked = _mask(source)
+    assert masked is not None and masked.code == source and masked.originals == {}
+
+
+def test_cell_magics_other_than_python_are_skipped(fake):
+    raw = _notebook(_cell("%%bash\nloss.backward()\n"), _cell("%%python\nloss.backward()\n"))
+    result = check_notebook(raw, "nb.ipynb")
+    assert [(f.filename, f.location.row) for f in result.findings()] == [("nb.ipynb:cell 2", 2)]
+    new = json.loads(fix_notebook(raw))
+    assert new["cells"][0]["source"] == "%%bash\nloss.backward()\n"
+    assert new["cells"][1]["source"] == "%%python\n(loss / accum_steps).backward()\n"
+
+
+def test_non_python_notebooks_are_not_checked(fake):
+    raw = _notebook(_cell("loss.backward()"), language="R")
+    assert check_notebook(raw, "nb.ipynb").findings() == []
+    assert fix_notebook(raw) is None
+
+
+def test_syntax_error_names_the_cell(fake):
+    raw = _notebook(_cell("ok = 1"), _cell("def (:\n  loss.backward()"))
+    result = check_notebook(raw, "nb.ipynb")
+    assert [e.filename for e in result.errors()] == ["nb.ipynb:cell 2"]
+    merged = result.as_file_result()
+    assert merged.error is not None and merged.error.message.startswith("cell 2: syntax error")
+    assert fix_notebook(raw) is None
+
+
+@pytest.mark.parametrize("raw, cause", [
+    (b"{not json", "invalid JSON at line 1"),
+    (b'{"cells": [1, 2}', "invalid JSON at line 1"),
+    (b"[]", "not a notebook"),
+    (b'{"cells": {}}', "not a notebook"),
+    (b"\xff\xfe{}", "not UTF-8"),
+    ('\ufeff{"cells": []}'.encode(), "byte-order mark"),
+    (b"[" * 100_000, "JSON nested too deeply"),
+    (b"", "invalid JSON"),
+])
+def test_broken_notebooks_give_one_line_errors(raw, cause):
+    result = check_notebook(raw, "nb.ipynb")
+    assert result.error is not None and cause in result.error.message
+    assert "\n" not in result.error.message
+    assert fix_notebook(raw) is None
+
+
+def test_odd_cells_are_ignored_not_fatal(fake):
+    raw = _notebook({"cell_type": "code"}, _cell(["a", 3]), _cell(""), "junk", _cell("l.backward()"))
+    result = check_notebook(raw, "nb.ipynb")
+    assert [f.filename for f in result.findings()] == ["nb.ipynb:cell 5"]
+
+
+def test_real_acc001_example_in_a_notebook():
+    # Needs the real rules (ACC001 on the backward line, ACC005 on the `if`).
+    raw = _notebook(_cell("import torch"), _cell(REAL_LOOP))
+    found = {(f.code, f.filename, f.location.row) for f in check_notebook(raw, "nb.ipynb").findings()}
+    assert ("ACC001", "nb.ipynb:cell 2", 3) in found
+    assert ("ACC005", "nb.ipynb:cell 2", 4) in found
+    new = fix_notebook(raw)
+    assert new is not None
+    cells = json.loads(new)["cells"]
+    assert cells[0] == json.loads(raw)["cells"][0]
+    assert "(loss / accum_steps).backward()" in "".join(cells[1]["source"])
+
+
+def test_magic_in_a_crlf_cell_survives_a_fix(fake):
+    raw = _notebook(_cell("%load_ext autoreload\r\nloss.backward()\r\n"))
+    assert json.loads(fix_notebook(raw))["cells"][0]["source"] == (
+        "%load_ext autoreload\r\n(loss / accum_steps).backward()\r\n"
+    )
