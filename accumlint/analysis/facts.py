@@ -1,16 +1,54 @@
-"""Placeholder: replaced by the real analysis in the next commits."""
+"""ModuleFacts: the one analysis every rule reads."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
+
+from accumlint.analysis.collect import Collected, Loop, Scope, collect
+from accumlint.analysis.dataflow import DataFlow
+from accumlint.analysis.events import Event, collect_events
+from accumlint.analysis.roles import Roles, infer_roles
+from accumlint.analysis.windows import Window, find_windows
+
+
+@dataclass
+class ScopeFacts:
+    scope: Scope
+    events: list[Event]
+    windows: list[Window]
+
+    def events_in(self, loop: Loop, *kinds: str) -> list[Event]:
+        return [e for e in self.events if loop.contains(e.stmt) and (not kinds or e.kind in kinds)]
+
+    def window_of(self, event: Event) -> Window | None:
+        """The window whose micro-steps or step block contain this event."""
+        for window in self.windows:
+            if window.micro_loop.contains(event.stmt) or window.step_loop.contains(event.stmt):
+                return window
+        return None
 
 
 @dataclass
 class ModuleFacts:
     module: cst.Module
+    collected: Collected
+    roles: Roles
+    flow: DataFlow
+    scopes: list[ScopeFacts] = field(default_factory=list)
+
+    @property
+    def source_names(self) -> set[str]:
+        return set(self.collected.imports)
 
 
 def analyse(module: cst.Module) -> ModuleFacts:
-    return ModuleFacts(module=module)
+    collected = collect(module)
+    roles = infer_roles(collected)
+    events = collect_events(collected, roles)
+    facts = ModuleFacts(module, collected, roles, DataFlow(collected))
+    for scope in collected.scopes:
+        scope_events = events[id(scope)]
+        facts.scopes.append(ScopeFacts(scope, scope_events, find_windows(scope, scope_events)))
+    return facts

@@ -1,0 +1,255 @@
+"""Def-use facts inside a function: how a loss was scaled on its way to backward, and whether a
+value still carries an autograd graph. Both answer "unknown" rather than guess."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
+from accumlint.analysis.exprs import dotted, mentions, method_of, names_in, strip_parens
+
+_PASS_THROUGH_METHODS = {
+    "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
+    "view", "reshape", "contiguous", "clone", "type", "type_as", "requires_grad_", "flatten",
+}
+_DIVIDING_METHODS = {"div", "div_", "divide", "true_divide", "true_divide_", "mul", "mul_", "multiply"}
+_DIVIDING_OPERATORS = (cst.Divide, cst.FloorDivide, cst.Multiply)
+_DIVIDING_AUG = {"DivideAssign", "FloorDivideAssign", "MultiplyAssign"}
+_SUMMING_AUG = {"AddAssign", "SubtractAssign"}
+
+_NO_GRAPH_METHODS = {
+    "detach", "detach_", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool", "byte",
+    "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
+    "isfinite", "any", "all", "new_zeros", "new_ones", "new_empty", "new_full", "zero_", "zeros_like",
+}
+_NO_GRAPH_FUNCTIONS = {
+    "zeros", "ones", "empty", "full", "randn", "rand", "randint", "randn_like", "rand_like", "arange",
+    "tensor", "zeros_like", "ones_like", "full_like", "empty_like", "eye", "linspace", "from_numpy",
+    "as_tensor", "argmax", "argmin", "float", "int", "len", "bool", "str", "round", "range",
+    "enumerate", "zip", "next", "iter", "print", "isinstance", "getattr", "list", "dict", "tuple",
+    "no_grad", "randperm", "multinomial", "bernoulli",
+}
+_NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load")
+_INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
+
+
+@dataclass(frozen=True)
+class Scaling:
+    divided: bool  # divided or multiplied on the way (any factor counts: precision first)
+    k_divisions: int  # how many of those divisions name k
+    unknown: bool = False  # the path could not be followed
+    neutral: bool = False  # a constant such as the `0.` an accumulator starts from
+
+
+UNKNOWN = Scaling(False, 0, unknown=True)
+SOURCE = Scaling(False, 0)
+NEUTRAL = Scaling(False, 0, neutral=True)
+
+
+def _combine_sum(a: Scaling, b: Scaling) -> Scaling:
+    if a.neutral:
+        return b
+    if b.neutral:
+        return a
+    unknown = a.unknown or b.unknown or a.divided != b.divided
+    return Scaling(a.divided and b.divided, min(a.k_divisions, b.k_divisions), unknown)
+
+
+def _divide(a: Scaling, names_k: bool) -> Scaling:
+    return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False)
+
+
+def reaching(name: str, scope: Scope, before: int) -> tuple[Optional[Definition], list[Definition]]:
+    """The last plain definition of `name` before `before`, and the in-place updates after it."""
+    definitions = [d for d in scope.definitions(name) if d.order < before]
+    base = None
+    updates: list[Definition] = []
+    for definition in definitions:
+        if definition.kind in {"aug", "inplace"}:
+            updates.append(definition)
+        else:
+            base, updates = definition, []
+    return base, updates
+
+
+class DataFlow:
+    def __init__(self, collected: Collected) -> None:
+        self.collected = collected
+        self._module_scope = collected.scopes[0]
+
+    # --- scaling -----------------------------------------------------------------------
+    def scaling(self, expr: cst.BaseExpression, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
+        if depth > 12:
+            return UNKNOWN
+        expr = strip_parens(expr)
+        if isinstance(expr, (cst.Integer, cst.Float)):
+            return NEUTRAL
+        name = dotted(expr)
+        if name is not None:
+            return self._name_scaling(name, expr, at, k_names, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            if isinstance(expr.operator, _DIVIDING_OPERATORS):
+                left = self.scaling(expr.left, at, k_names, depth + 1)
+                if isinstance(expr.operator, cst.Multiply) and left.neutral:
+                    left = self.scaling(expr.right, at, k_names, depth + 1)
+                named = mentions(expr.right, k_names) or mentions(expr.left, k_names)
+                return _divide(left, named)
+            if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+                return _combine_sum(
+                    self.scaling(expr.left, at, k_names, depth + 1),
+                    self.scaling(expr.right, at, k_names, depth + 1),
+                )
+            return UNKNOWN
+        if isinstance(expr, cst.Call):
+            return self._call_scaling(expr, at, k_names, depth)
+        if isinstance(expr, cst.Subscript):
+            return self.scaling(expr.value, at, k_names, depth + 1)
+        if isinstance(expr, cst.Attribute):
+            return self.scaling(expr.value, at, k_names, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.scaling(expr.expression, at, k_names, depth + 1)
+        return UNKNOWN
+
+    def _name_scaling(self, name, expr, at: Stmt, k_names, depth) -> Scaling:
+        base, updates = reaching(name, at.scope, at.order)
+        if base is None and not updates and at.scope is not self._module_scope and name not in at.scope.params:
+            base, updates = reaching(name, self._module_scope, 1 << 30)
+        if base is None and not updates:
+            if isinstance(expr, cst.Attribute):
+                return self.scaling(expr.value, at, k_names, depth + 1)
+            return UNKNOWN
+        result = self._definition_scaling(base, k_names, depth) if base is not None else NEUTRAL
+        for update in updates:
+            if update.kind == "aug" and update.op in _DIVIDING_AUG:
+                result = _divide(result, mentions(update.value, k_names))
+            elif update.kind == "aug" and update.op in _SUMMING_AUG:
+                result = _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
+            elif update.kind == "inplace" and update.op in _DIVIDING_METHODS:
+                result = _divide(result, mentions(update.value, k_names))
+            elif update.kind == "inplace" and update.op == "add_":
+                result = UNKNOWN
+        return result
+
+    def _definition_scaling(self, definition: Definition, k_names, depth) -> Scaling:
+        if definition.kind == "assign" and definition.value is not None:
+            return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
+        if definition.kind == "unpack" and isinstance(definition.value, cst.Call):
+            helper = self._helper_returns(definition.value)
+            if helper is not None:
+                return self._returns_scaling(helper, k_names, depth, definition.index)
+            return self._source(definition.value, k_names)
+        return UNKNOWN
+
+    def _source(self, call: cst.Call, k_names) -> Scaling:
+        """A call we cannot see into: unscaled, unless it is handed k (it may divide inside)."""
+        if any(mentions(arg.value, k_names) for arg in call.args):
+            return UNKNOWN
+        return SOURCE
+
+    def _helper_returns(self, call: cst.Call) -> Optional[list[tuple[cst.BaseExpression, Stmt]]]:
+        func = call.func
+        name = None
+        if isinstance(func, cst.Name):
+            name = func.value
+        elif isinstance(func, cst.Attribute) and dotted(func.value) == "self":
+            name = func.attr.value
+        scopes = self.collected.functions.get(name or "", [])
+        if len(scopes) != 1 or not scopes[0].returns:
+            return None
+        return scopes[0].returns
+
+    def _returns_scaling(self, returns, k_names, depth, index=()) -> Scaling:
+        results = []
+        for value, stmt in returns:
+            value = strip_parens(value)
+            for position in index:
+                if isinstance(value, cst.Tuple) and position < len(value.elements):
+                    value = strip_parens(value.elements[position].value)
+                else:
+                    return UNKNOWN
+            results.append(self.scaling(value, stmt, k_names, depth + 1))
+        first = results[0]
+        if any(r != first for r in results[1:]):
+            return UNKNOWN
+        return first
+
+    def _call_scaling(self, call: cst.Call, at: Stmt, k_names, depth) -> Scaling:
+        receiver, method = method_of(call)
+        if receiver is not None and method in _DIVIDING_METHODS:
+            inner = self.scaling(receiver, at, k_names, depth + 1)
+            return _divide(inner, any(mentions(a.value, k_names) for a in call.args))
+        if receiver is not None and method in _PASS_THROUGH_METHODS:
+            return self.scaling(receiver, at, k_names, depth + 1)
+        if receiver is not None and method == "scale" and call.args:
+            return self.scaling(call.args[0].value, at, k_names, depth + 1)
+        full = dotted(call.func) or ""
+        if full.rsplit(".", 1)[-1] in {"div", "divide", "true_divide", "mul", "multiply"} and len(call.args) >= 2:
+            inner = self.scaling(call.args[0].value, at, k_names, depth + 1)
+            return _divide(inner, mentions(call.args[1].value, k_names))
+        if full in {"sum", "torch.stack", "torch.cat"}:
+            return UNKNOWN
+        helper = self._helper_returns(call)
+        if helper is not None:
+            return self._returns_scaling(helper, k_names, depth)
+        return self._source(call, k_names)
+
+    # --- graphs -------------------------------------------------------------------------
+    def carries_graph(self, expr: cst.BaseExpression, at: Stmt, depth: int = 0) -> bool:
+        """True only when the value is shown to hold an autograd graph (a model or loss output)."""
+        if depth > 12 or at.no_grad:
+            return False
+        expr = strip_parens(expr)
+        name = dotted(expr)
+        if name is not None:
+            base, updates = reaching(name, at.scope, at.order)
+            if base is None:
+                return isinstance(expr, cst.Attribute) and self.carries_graph(expr.value, at, depth + 1)
+            if self._definition_carries(base, depth):
+                return True
+            return any(
+                u.kind == "aug" and u.value is not None and self.carries_graph(u.value, u.stmt, depth + 1)
+                for u in updates
+            )
+        if isinstance(expr, cst.Call):
+            return self._call_carries(expr, at, depth)
+        if isinstance(expr, cst.BinaryOperation):
+            return self.carries_graph(expr.left, at, depth + 1) or self.carries_graph(expr.right, at, depth + 1)
+        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+            return self.carries_graph(expr.value, at, depth + 1)
+        if isinstance(expr, cst.UnaryOperation):
+            return self.carries_graph(expr.expression, at, depth + 1)
+        if isinstance(expr, (cst.Tuple, cst.List)):
+            return any(self.carries_graph(e.value, at, depth + 1) for e in expr.elements)
+        if isinstance(expr, cst.IfExp):
+            return self.carries_graph(expr.body, at, depth + 1) and self.carries_graph(expr.orelse, at, depth + 1)
+        return False
+
+    def _definition_carries(self, definition: Definition, depth: int) -> bool:
+        if definition.stmt.no_grad or definition.value is None:
+            return False
+        if definition.kind == "assign":
+            return self.carries_graph(definition.value, definition.stmt, depth + 1)
+        if definition.kind == "unpack" and isinstance(definition.value, cst.Call):
+            _, method = method_of(definition.value)
+            if method in _INDEX_RETURNING and definition.index[:1] == (1,):
+                return False  # (values, indices): indices carry no graph
+            return self._call_carries(definition.value, definition.stmt, depth + 1)
+        return False
+
+    def _call_carries(self, call: cst.Call, at: Stmt, depth: int) -> bool:
+        receiver, method = method_of(call)
+        if method in _NO_GRAPH_METHODS or method is None:
+            return False
+        full = dotted(call.func) or ""
+        last = full.rsplit(".", 1)[-1]
+        if last in _NO_GRAPH_FUNCTIONS or any(h in last.lower() for h in _NO_GRAPH_NAME_HINTS):
+            return False
+        if receiver is not None and method in _PASS_THROUGH_METHODS | _DIVIDING_METHODS | {"scale"}:
+            return self.carries_graph(receiver, at, depth + 1)
+        return True
+
+    def graph_names(self, expr: cst.BaseExpression) -> set[str]:
+        return names_in(expr)

@@ -1,0 +1,159 @@
+"""The training-loop events of a file: backward passes, steps, zeroing, clipping, scaler and
+scheduler calls, each with the statement it sits in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from accumlint.analysis import roles as R
+from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
+from accumlint.analysis.exprs import dotted, is_true, keyword, method_of, positional
+
+BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = (
+    "backward", "step", "zero_grad", "clip", "unscale", "update", "sched_step",
+)
+_CLIP_NAMES = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"}
+_HELPER_KINDS = {STEP, ZERO, SCHED, UPDATE, UNSCALE, CLIP}
+
+
+@dataclass(eq=False)
+class Event:
+    kind: str
+    stmt: Stmt
+    call: Optional[cst.Call] = None
+    receiver: Optional[str] = None
+    tensor: Optional[cst.BaseExpression] = None  # what a backward differentiates
+    scaler: Optional[str] = None  # `scaler` of scaler.scale(x).backward() / scaler.step(opt)
+    optimizer: Optional[str] = None  # argument of scaler.step / scaler.unscale_
+    framework: Optional[str] = None  # accelerate, deepspeed, lightning, fabric (backward)
+    retain_graph: Optional[cst.BaseExpression] = None
+    self_unscaling: bool = False  # a clip that unscales by itself (Accelerate, Lightning, Fabric)
+    helper: Optional[str] = None  # name of the local function the event happens in
+
+    @property
+    def order(self) -> int:
+        return self.stmt.order
+
+
+def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
+    call = site.call
+    receiver, method = method_of(call)
+    name = dotted(receiver) if receiver is not None else None
+    event = Event(BACKWARD, site.stmt, call, receiver=name, retain_graph=keyword(call, "retain_graph"))
+    if method == "manual_backward":
+        event.tensor, event.framework = positional(call, 0), "lightning"
+        return event
+    if receiver is None:  # `from torch.autograd import backward`
+        if roles.canonical("backward").endswith("autograd.backward"):
+            event.tensor = positional(call, 0) or keyword(call, "tensors")
+            return event
+        return None
+    role = roles.role(name)
+    if name is not None and roles.canonical(name).endswith("autograd"):
+        event.tensor = positional(call, 0) or keyword(call, "tensors")
+    elif role == R.ACCELERATOR:
+        event.tensor, event.framework = positional(call, 0), "accelerate"
+    elif role == R.FABRIC:
+        event.tensor, event.framework = positional(call, 0), "fabric"
+    elif role == R.ENGINE:
+        event.tensor, event.framework = positional(call, 0), "deepspeed"
+    elif isinstance(receiver, cst.Call) and method_of(receiver)[1] == "scale":
+        scale_owner = method_of(receiver)[0]
+        event.tensor = positional(receiver, 0)
+        event.scaler = dotted(scale_owner) if scale_owner is not None else None
+    else:
+        event.tensor = receiver
+    return event if event.tensor is not None else None
+
+
+def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
+    call = site.call
+    receiver, method = method_of(call)
+    name = dotted(receiver) if receiver is not None else None
+    role = roles.role(name)
+    if method in {"backward", "manual_backward"}:
+        return _backward(site, roles)
+    if method == "step" and receiver is not None:
+        if role == R.SCALER:
+            target = positional(call, 0)
+            return Event(STEP, site.stmt, call, name, scaler=name,
+                         optimizer=dotted(target) if target is not None else None)
+        if role in {R.OPTIMIZER, R.ENGINE}:
+            return Event(STEP, site.stmt, call, name, optimizer=name)
+        if role == R.SCHEDULER:
+            return Event(SCHED, site.stmt, call, name)
+        if isinstance(receiver, cst.Call) and method_of(receiver)[1] == "optimizers":
+            return Event(STEP, site.stmt, call, None)
+        return None
+    if method == "zero_grad" and role != R.SCHEDULER:
+        return Event(ZERO, site.stmt, call, name)
+    if method in _CLIP_NAMES or (method is not None and roles.canonical(method).rsplit(".", 1)[-1] in _CLIP_NAMES):
+        self_unscaling = role in {R.ACCELERATOR, R.FABRIC, R.ENGINE} or method == "clip_gradients"
+        return Event(CLIP, site.stmt, call, name, self_unscaling=self_unscaling)
+    if method == "unscale_" and receiver is not None:
+        target = positional(call, 0)
+        return Event(UNSCALE, site.stmt, call, name, scaler=name,
+                     optimizer=dotted(target) if target is not None else None)
+    if method == "update" and role == R.SCALER:
+        return Event(UPDATE, site.stmt, call, name, scaler=name)
+    return None
+
+
+def _grad_set_to_none(scope: Scope) -> list[Event]:
+    """`p.grad = None` zeroes like zero_grad(set_to_none=True)."""
+    found = []
+    for name, definitions in scope.defs.items():
+        if not name.endswith(".grad"):
+            continue
+        for definition in definitions:
+            value = definition.value
+            if definition.kind == "assign" and isinstance(value, cst.Name) and value.value == "None":
+                found.append(Event(ZERO, definition.stmt, None, name))
+    return found
+
+
+def _helper_name(call: cst.Call) -> Optional[str]:
+    """`f(...)` or `self.f(...)`: a call that may reach a function of this file."""
+    if isinstance(call.func, cst.Name):
+        return call.func.value
+    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and call.func.value.value == "self":
+        return call.func.attr.value
+    return None
+
+
+def collect_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:
+    """Events per scope (keyed by id(scope)), helpers' events copied to their call sites."""
+    direct: dict[int, list[Event]] = {}
+    for scope in collected.scopes:
+        events = [e for e in (classify(site, roles) for site in scope.calls) if e is not None]
+        events.extend(_grad_set_to_none(scope))
+        direct[id(scope)] = events
+    # Kinds each local function performs (one level of helpers, then one more).
+    summary: dict[str, set[str]] = {}
+    for _ in range(2):
+        for name, scopes in collected.functions.items():
+            kinds = summary.setdefault(name, set())
+            for scope in scopes:
+                kinds |= {e.kind for e in direct[id(scope)] if e.kind in _HELPER_KINDS}
+                for site in scope.calls:
+                    callee = _helper_name(site.call)
+                    if callee and callee != name:
+                        kinds |= summary.get(callee, set())
+    result: dict[int, list[Event]] = {}
+    for scope in collected.scopes:
+        events = list(direct[id(scope)])
+        for site in scope.calls:
+            callee = _helper_name(site.call)
+            if callee and callee != scope.name:
+                for kind in sorted(summary.get(callee, ())):
+                    events.append(Event(kind, site.stmt, site.call, None, helper=callee))
+        events.sort(key=lambda e: e.order)
+        result[id(scope)] = events
+    return result
+
+
+def retains_graph(event: Event) -> bool:
+    return is_true(event.retain_graph)

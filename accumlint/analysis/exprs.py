@@ -1,0 +1,145 @@
+"""Small, pure helpers over LibCST expressions."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+
+def dotted(expr: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` for a chain of names and attributes; None for anything else."""
+    parts = []
+    while isinstance(expr, cst.Attribute):
+        parts.append(expr.attr.value)
+        expr = expr.value
+    if isinstance(expr, cst.Name):
+        parts.append(expr.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def last_name(expr: cst.BaseExpression) -> Optional[str]:
+    if isinstance(expr, cst.Attribute):
+        return expr.attr.value
+    if isinstance(expr, cst.Name):
+        return expr.value
+    return None
+
+
+def call_name(call: cst.Call) -> Optional[str]:
+    return dotted(call.func)
+
+
+def method_of(call: cst.Call) -> tuple[Optional[cst.BaseExpression], Optional[str]]:
+    """(receiver, method) for `receiver.method(...)`, else (None, name or None)."""
+    if isinstance(call.func, cst.Attribute):
+        return call.func.value, call.func.attr.value
+    if isinstance(call.func, cst.Name):
+        return None, call.func.value
+    return None, None
+
+
+def positional(call: cst.Call, index: int) -> Optional[cst.BaseExpression]:
+    count = 0
+    for arg in call.args:
+        if arg.keyword is None and arg.star == "":
+            if count == index:
+                return arg.value
+            count += 1
+    return None
+
+
+def keyword(call: cst.Call, name: str) -> Optional[cst.BaseExpression]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    return None
+
+
+def int_value(expr: Optional[cst.BaseExpression]) -> Optional[int]:
+    if isinstance(expr, cst.Integer):
+        try:
+            return int(expr.value.replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def is_true(expr: Optional[cst.BaseExpression]) -> bool:
+    return isinstance(expr, cst.Name) and expr.value == "True"
+
+
+def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    return iter(node.children)
+
+
+def walk(node: cst.CSTNode, skip_scopes: bool = True) -> Iterator[cst.CSTNode]:
+    """Every node under `node` (itself included), not entering nested functions or lambdas."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        for child in reversed(current.children):
+            if skip_scopes and isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
+                continue
+            stack.append(child)
+
+
+def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
+    for current in walk(node):
+        if isinstance(current, cst.Call):
+            yield current
+
+
+def names_in(expr: cst.CSTNode) -> set[str]:
+    """Dotted names read in an expression: `a.b.c(x)` gives `a.b.c`, `a.b`, `a` and `x`."""
+    found: set[str] = set()
+    for current in walk(expr):
+        if isinstance(current, (cst.Name, cst.Attribute)):
+            name = dotted(current)
+            if name is not None:
+                found.add(name)
+    return found
+
+
+def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
+    return bool(names_in(expr) & names)
+
+
+def needs_parens_as_operand(expr: cst.BaseExpression) -> bool:
+    """Whether `expr` must be parenthesised to be the left operand of `/` or the receiver of `.x`."""
+    if expr.lpar:
+        return False
+    if isinstance(expr, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)):
+        return False
+    if isinstance(expr, cst.BinaryOperation) and isinstance(
+        expr.operator, (cst.Multiply, cst.Divide, cst.FloorDivide, cst.Modulo, cst.MatrixMultiply, cst.Power)
+    ):
+        return False
+    return True
+
+
+def parenthesize(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+
+
+def divided(numerator: cst.BaseExpression, denominator: cst.BaseExpression) -> cst.BinaryOperation:
+    """`numerator / denominator` with the parentheses precedence asks for."""
+    left = parenthesize(numerator) if needs_parens_as_operand(numerator) else numerator
+    right = denominator
+    if not denominator.lpar and not isinstance(
+        denominator, (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float)
+    ):
+        right = parenthesize(denominator)
+    return cst.BinaryOperation(
+        left=left,
+        operator=cst.Divide(
+            whitespace_before=cst.SimpleWhitespace(" "), whitespace_after=cst.SimpleWhitespace(" ")
+        ),
+        right=right,
+    )
+
+
+def strip_parens(expr: cst.BaseExpression) -> cst.BaseExpression:
+    return expr.with_changes(lpar=[], rpar=[]) if expr.lpar else expr

@@ -1,0 +1,156 @@
+"""What each name in the file is (optimizer, scheduler, scaler, accelerator, DDP model, ...)
+and which frameworks are in play, from constructors, `prepare` calls, imports and names."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional
+
+import libcst as cst
+
+from accumlint.analysis.collect import Collected, Definition
+from accumlint.analysis.exprs import dotted, int_value, keyword, positional
+
+OPTIMIZER, SCHEDULER, SCALER, ACCELERATOR, FABRIC, ENGINE, DDP, LOADER = (
+    "optimizer", "scheduler", "scaler", "accelerator", "fabric", "engine", "ddp", "loader",
+)
+
+_OPTIMIZER_CLASSES = {
+    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "RMSprop", "Rprop", "LBFGS", "NAdam",
+    "RAdam", "SparseAdam", "ASGD", "Adafactor", "Lion", "FusedAdam", "FusedLAMB", "LAMB",
+    "DeepSpeedCPUAdam", "ZeroRedundancyOptimizer", "AdamW8bit", "Adam8bit", "Muon", "Shampoo",
+}
+_SCALER_CLASSES = {"GradScaler", "ShardedGradScaler"}
+_DDP_CLASSES = {"DistributedDataParallel"}
+_LOADER_CLASSES = {"DataLoader"}
+
+
+def _role_from_name(name: str) -> Optional[str]:
+    """Fallback for objects whose construction is not in the file: their conventional names."""
+    last = name.rsplit(".", 1)[-1].lower()
+    if "sched" in last:
+        return SCHEDULER
+    if "scaler" in last:
+        return SCALER
+    if last in {"opt", "optim", "optimizer", "optimiser"} or re.search(r"(^|_)opt(im(izer|iser)?)?($|_)", last):
+        return OPTIMIZER
+    if "optimizer" in last or "optimiser" in last:
+        return OPTIMIZER
+    if "accelerator" in last:
+        return ACCELERATOR
+    if last == "fabric":
+        return FABRIC
+    if last.endswith("engine"):
+        return ENGINE
+    if "loader" in last:
+        return LOADER
+    return None
+
+
+@dataclass
+class Roles:
+    by_name: dict[str, str] = field(default_factory=dict)
+    prepared: set[str] = field(default_factory=set)  # passed through accelerator.prepare
+    accelerator_gas: dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
+    ddp_models: set[str] = field(default_factory=set)
+    imports: dict[str, str] = field(default_factory=dict)
+    uses_deepspeed: bool = False
+
+    def role(self, name: Optional[str]) -> Optional[str]:
+        if name is None:
+            return None
+        return self.by_name.get(name) or _role_from_name(name)
+
+    def canonical(self, name: Optional[str]) -> str:
+        """Resolve the first component through the file's imports: `DDP` -> `...DistributedDataParallel`."""
+        if not name:
+            return ""
+        head, _, rest = name.partition(".")
+        origin = self.imports.get(head, head)
+        return f"{origin}.{rest}" if rest else origin
+
+    def accumulating_accelerator(self, name: Optional[str]) -> bool:
+        """An Accelerator built with gradient_accumulation_steps other than 1 (or a plugin)."""
+        if name is None or name not in self.accelerator_gas:
+            return False
+        gas = self.accelerator_gas[name]
+        return gas is not None and int_value(gas) != 1
+
+
+def _constructed_role(value: cst.BaseExpression, roles: Roles) -> Optional[str]:
+    if not isinstance(value, cst.Call):
+        return None
+    full = roles.canonical(dotted(value.func))
+    last = full.rsplit(".", 1)[-1]
+    if last in _OPTIMIZER_CLASSES or ".optim." in f".{full}." and last[:1].isupper() and "lr_scheduler" not in full:
+        return OPTIMIZER
+    if "lr_scheduler" in full or "schedule" in last.lower() or (last.endswith("LR") and last[:1].isupper()):
+        return SCHEDULER
+    if last in _SCALER_CLASSES:
+        return SCALER
+    if last == "Accelerator":
+        return ACCELERATOR
+    if last == "Fabric":
+        return FABRIC
+    if last in _DDP_CLASSES or full.endswith("parallel.DistributedDataParallel"):
+        return DDP
+    if last in _LOADER_CLASSES:
+        return LOADER
+    if last in {"create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers"}:
+        return OPTIMIZER
+    return None
+
+
+def _prepare_targets(definition: Definition, roles: Roles) -> None:
+    """`model, opt, dl, sched = accelerator.prepare(model, opt, dl, sched)`: roles pass through."""
+    call = definition.value
+    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+        return
+    if call.func.attr.value not in {"prepare", "setup", "setup_optimizers"}:
+        return
+    owner = roles.role(dotted(call.func.value))
+    if owner not in {ACCELERATOR, FABRIC}:
+        return
+    index = definition.index[0] if definition.index else 0
+    argument = positional(call, index)
+    source = dotted(argument) if argument is not None else None
+    role = roles.role(source) if source else None
+    if role is not None:
+        roles.by_name.setdefault(definition.name, role)
+    roles.prepared.add(definition.name)
+
+
+def infer_roles(collected: Collected) -> Roles:
+    roles = Roles(imports=dict(collected.imports))
+    roles.uses_deepspeed = any(origin.split(".")[0] == "deepspeed" for origin in collected.imports.values())
+    definitions = [d for scope in collected.scopes for ds in scope.defs.values() for d in ds]
+    for definition in definitions:
+        if definition.kind not in {"assign", "unpack"} or definition.value is None:
+            continue
+        value = definition.value
+        if definition.kind == "unpack" and isinstance(value, cst.Call):
+            full = roles.canonical(dotted(value.func))
+            # deepspeed.initialize returns (engine, optimizer, loader, scheduler).
+            if full.endswith("deepspeed.initialize") or full == "initialize" and roles.uses_deepspeed:
+                position = definition.index[0] if definition.index else 0
+                role = {0: ENGINE, 1: OPTIMIZER, 2: LOADER, 3: SCHEDULER}.get(position)
+                if role:
+                    roles.by_name[definition.name] = role
+                continue
+            continue
+        role = _constructed_role(value, roles)
+        if role is None:
+            continue
+        roles.by_name[definition.name] = role
+        if role == ACCELERATOR and isinstance(value, cst.Call):
+            gas = keyword(value, "gradient_accumulation_steps")
+            if gas is None and keyword(value, "gradient_accumulation_plugin") is not None:
+                gas = keyword(value, "gradient_accumulation_plugin")
+            roles.accelerator_gas[definition.name] = gas
+        if role == DDP:
+            roles.ddp_models.add(definition.name)
+    for definition in definitions:
+        if definition.kind in {"assign", "unpack"}:
+            _prepare_targets(definition, roles)
+    return roles

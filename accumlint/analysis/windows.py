@@ -1,0 +1,240 @@
+"""Accumulation windows: where the optimizer step is gated to run once every k micro-steps,
+and which statements run every micro-step versus once per window."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import libcst as cst
+
+from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.events import BACKWARD, STEP, Event
+from accumlint.analysis.exprs import dotted, int_value, names_in, positional, strip_parens
+
+
+@dataclass(frozen=True)
+class GateTest:
+    k: cst.BaseExpression
+    counter: cst.BaseExpression
+    positive: bool  # True: the test holds at the window's end
+    end_clause: bool  # `or i + 1 == len(loader)`: it also fires when the data ends
+    flag: Optional[str] = None  # the test was computed earlier into this name
+
+
+@dataclass(eq=False)
+class Window:
+    form: str  # "gate" (if-block), "continue" (early continue), "inner" (micro-step loop)
+    micro_loop: Loop  # one iteration of it is one micro-step
+    step_loop: Loop  # the loop whose body holds the step
+    k: cst.BaseExpression
+    k_names: set[str]
+    step: Event
+    gate: Optional[cst.If] = None
+    gate_header: Optional[Stmt] = None
+    test: Optional[GateTest] = None
+    branch: Optional[str] = None  # branch of `gate` that holds the step
+    steps: list[Event] = field(default_factory=list)
+
+    def in_step_block(self, stmt: Stmt) -> bool:
+        if self.form == "gate":
+            return stmt.within(self.gate, self.branch)
+        if self.form == "continue":
+            return (
+                self.step_loop.contains(stmt)
+                and stmt.order > self.gate_header.order
+                and not stmt.within(self.gate)
+            )
+        return (
+            self.step_loop.contains(stmt)
+            and not self.micro_loop.contains(stmt)
+            and stmt.order > self.micro_loop.last_order
+        )
+
+    def every_micro_step(self, stmt: Stmt) -> bool:
+        if not self.micro_loop.contains(stmt) or self.in_step_block(stmt):
+            return False
+        if self.form in {"gate", "continue"}:
+            return not stmt.within(self.gate)
+        return True
+
+
+def _modulo(expr: cst.BaseExpression) -> Optional[cst.BinaryOperation]:
+    expr = strip_parens(expr)
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
+        if isinstance(strip_parens(expr.left), (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+            return None  # string formatting, not arithmetic
+        k = int_value(strip_parens(expr.right))
+        if k is not None and k <= 1:
+            return None
+        return expr
+    return None
+
+
+def _flag_value(name: str, scope: Scope, before: int) -> Optional[cst.BaseExpression]:
+    reaching = [d for d in scope.definitions(name) if d.kind == "assign" and d.order < before]
+    return reaching[-1].value if reaching else None
+
+
+def parse_gate(test: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Optional[GateTest]:
+    """Read `(i + 1) % k == 0`, `step % k == k - 1`, `not (i + 1) % k`, `(i + 1) % k != 0`,
+    `... or i + 1 == len(loader)` and flags assigned from such tests."""
+    if depth > 4:
+        return None
+    test = strip_parens(test)
+    if isinstance(test, cst.BooleanOperation):
+        left = parse_gate(test.left, scope, at, depth + 1)
+        right = parse_gate(test.right, scope, at, depth + 1)
+        gate = left or right
+        if gate is None or (left is not None and right is not None):
+            return None
+        if isinstance(test.operator, cst.Or):
+            return replace(gate, end_clause=True) if gate.positive else None
+        return gate if gate.positive else None
+    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
+        gate = parse_gate(test.expression, scope, at, depth + 1)
+        if gate is None or gate.end_clause:
+            return None
+        return replace(gate, positive=not gate.positive)
+    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
+        comparison = test.comparisons[0]
+        modulo = _modulo(test.left) or _modulo(comparison.comparator)
+        if modulo is None:
+            return None
+        if isinstance(comparison.operator, cst.Equal):
+            return GateTest(modulo.right, modulo.left, True, False)
+        if isinstance(comparison.operator, cst.NotEqual):
+            return GateTest(modulo.right, modulo.left, False, False)
+        return None
+    modulo = _modulo(test)
+    if modulo is not None:  # truthy remainder: not at the window's end
+        return GateTest(modulo.right, modulo.left, False, False)
+    if isinstance(test, cst.Name):
+        value = _flag_value(test.value, scope, at)
+        if value is not None:
+            gate = parse_gate(value, scope, at, depth + 1)
+            return replace(gate, flag=test.value) if gate is not None else None
+    return None
+
+
+def _ends_with_continue(suite: cst.BaseSuite) -> bool:
+    if isinstance(suite, cst.IndentedBlock) and suite.body:
+        last = suite.body[-1]
+        return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Continue)
+    if isinstance(suite, cst.SimpleStatementSuite):
+        return isinstance(suite.body[-1], cst.Continue)
+    return False
+
+
+def k_aliases(k: cst.BaseExpression, scope: Scope) -> set[str]:
+    """The names that stand for k: k itself, what it was assigned from, and what was assigned from it."""
+    name = dotted(strip_parens(k))
+    names = {name} if name else set(names_in(k))
+    scopes = []
+    current: Optional[Scope] = scope
+    while current is not None:
+        scopes.append(current)
+        current = current.parent
+    for _ in range(3):
+        grown = set(names)
+        for sc in scopes:
+            for target, definitions in sc.defs.items():
+                for definition in definitions:
+                    if definition.kind != "assign" or definition.value is None:
+                        continue
+                    source = dotted(strip_parens(definition.value))
+                    if source is None:
+                        continue  # `tokens = k * batch` is not another name for k
+                    if target in names:
+                        grown.add(source)
+                    elif source in names:
+                        grown.add(target)
+        if grown == names:
+            break
+        names = grown
+    return names
+
+
+def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
+    scope = loop.scope
+    for node, branch in reversed(step.stmt.path):
+        if node is loop.node:
+            break
+        if not isinstance(node, cst.If):
+            continue
+        header = next((s for s in scope.stmts if s.node is node), None)
+        if header is None:
+            continue
+        test = parse_gate(node.test, scope, header.order)
+        if test is None:
+            continue
+        if test.positive != (branch == "body"):
+            continue
+        return Window("gate", loop, loop, test.k, set(), step, node, header, test, branch)
+    # `if (i + 1) % k != 0: continue` earlier in the loop body.
+    for stmt in scope.stmts:
+        if not (loop.first_order <= stmt.order < step.order) or stmt.loop is not loop:
+            continue
+        node = stmt.node
+        if isinstance(node, cst.If) and stmt.node is stmt.line and _ends_with_continue(node.body):
+            test = parse_gate(node.test, scope, stmt.order)
+            if test is not None and not test.positive and not step.stmt.within(node):
+                return Window("continue", loop, loop, test.k, set(), step, node, stmt, test, None)
+    # nanoGPT: `for micro_step in range(k): ... backward ...` then the step.
+    for inner in scope.loops:
+        if inner.parent is not loop or not isinstance(inner.node, cst.For) or inner.last_order >= step.order:
+            continue
+        iterable = strip_parens(inner.iter_expr) if inner.iter_expr is not None else None
+        if not (isinstance(iterable, cst.Call) and dotted(iterable.func) == "range"):
+            continue
+        args = [a for a in iterable.args if a.keyword is None]
+        if len(args) == 1:
+            k = args[0].value
+        elif len(args) == 2 and int_value(args[0].value) == 0:
+            k = args[1].value
+        else:
+            continue
+        if int_value(k) is not None and int_value(k) <= 1:
+            continue
+        if any(e.kind == BACKWARD and inner.contains(e.stmt) for e in events):
+            return Window("inner", inner, loop, k, set(), step)
+    return None
+
+
+def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
+    """Windows of this scope; a window is kept only when the code clearly accumulates:
+    a backward runs every micro-step and no optimizer steps every micro-step."""
+    windows: list[Window] = []
+    for loop in scope.loops:
+        steps = [e for e in events if e.kind == STEP and e.stmt.loop is loop]
+        if not steps:
+            continue
+        window = None
+        for step in steps:
+            window = _gate_for(step, loop, events)
+            if window is not None:
+                break
+        if window is None:
+            continue
+        window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
+        if any(e.kind == STEP and window.every_micro_step(e.stmt) for e in events):
+            continue  # some optimizer steps every iteration (GANs): not one accumulation window
+        if window.form == "gate" and any(
+            e.kind == STEP and e.stmt.within(window.gate) and not window.in_step_block(e.stmt) for e in events
+        ):
+            continue  # steps on both branches: alternating updates, not accumulation
+        if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+            continue
+        window.k_names = k_aliases(window.k, scope)
+        windows.append(window)
+    return windows
+
+
+def range_len(iterable: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`range(len(x))` -> x."""
+    iterable = strip_parens(iterable)
+    if isinstance(iterable, cst.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1:
+        inner = iterable.args[0].value
+        if isinstance(inner, cst.Call) and dotted(inner.func) == "len":
+            return positional(inner, 0)
+    return None

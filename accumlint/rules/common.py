@@ -1,0 +1,37 @@
+"""Facts several rules ask about the same way."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import Scope
+from accumlint.analysis.events import Event
+from accumlint.analysis.exprs import method_of, dotted
+
+_GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
+
+
+def framework_divides(event: Event, facts: ModuleFacts) -> bool:
+    """The framework divides the loss by the window itself (Accelerate with accumulation set,
+    DeepSpeed's engine)."""
+    if event.framework == "accelerate":
+        return facts.roles.accumulating_accelerator(event.receiver)
+    return event.framework == "deepspeed"
+
+
+def rescales_grads(scope: Scope) -> bool:
+    """Gradients divided after the window (`p.grad /= k`, `multiply_grads`): the loss need not be."""
+    for name, definitions in scope.defs.items():
+        if name.endswith(".grad") or name.endswith(".grad.data"):
+            if any(d.kind in {"aug", "inplace"} for d in definitions):
+                return True
+    for site in scope.calls:
+        receiver, method = method_of(site.call)
+        if method in _GRAD_RESCALERS:
+            return True
+        if method in {"div_", "mul_"} and receiver is not None:
+            name = dotted(receiver) or ""
+            if name.endswith(".grad") or name.endswith(".grad.data"):
+                return True
+    return False
