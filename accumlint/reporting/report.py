@@ -1,0 +1,35 @@
+"""What every reporter reads: the results of one run and the options that shaped them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from accumlint.checking import Mode
+from accumlint.model import FileError, FileResult, Finding
+
+
+@dataclass
+class Report:
+    results: list[FileResult]  # sorted by filename
+    errors: list[FileError] = field(default_factory=list)  # files that could not be checked
+    mode: Mode = field(default_factory=Mode)
+    show_fixes: bool = False
+    fixes_applied: int = 0
+    fixed_codes: Counter = field(default_factory=Counter)  # per code, with --show-fixes --fix
+    fixed_files: dict[str, Counter] = field(default_factory=dict)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """Every finding, in a stable order: filename, row, column, code."""
+        found = [f for result in self.results for f in result.findings]
+        return sorted(found, key=lambda f: (f.filename, f.location.row, f.location.column, f.code))
+
+    def fixable(self) -> int:
+        return sum(1 for f in self.findings if self.mode.applicable(f))
+
+    def hidden(self) -> int:
+        """Unsafe fixes that --unsafe-fixes would enable."""
+        if self.mode.unsafe_fixes:
+            return 0
+        return sum(1 for f in self.findings if f.fix is not None and f.fix.applicability == "unsafe")
