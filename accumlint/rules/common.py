@@ -35,3 +35,29 @@ def rescales_grads(scope: Scope) -> bool:
             if name.endswith(".grad") or name.endswith(".grad.data"):
                 return True
     return False
+
+
+def same_branch(a, b) -> bool:
+    """False when two statements sit on different branches of one `if` (they never both run)."""
+    branches = {id(node): branch for node, branch in a.path}
+    return all(branches.get(id(node), branch) == branch for node, branch in b.path)
+
+
+def under_accumulate(stmt, facts: ModuleFacts) -> bool:
+    """Inside `with accelerator.accumulate(model):` (or Fabric's `no_backward_sync`)."""
+    for node, _ in stmt.path:
+        if isinstance(node, cst.With):
+            for item in node.items:
+                if isinstance(item.item, cst.Call):
+                    receiver, method = method_of(item.item)
+                    if method == "accumulate" and facts.roles.role(dotted(receiver) if receiver else None) == "accelerator":
+                        return True
+    return False
+
+
+def detach_call(expr: cst.BaseExpression) -> cst.Call:
+    """`expr.detach()`, parenthesised when precedence asks for it."""
+    from accumlint.analysis.exprs import needs_parens_as_operand, parenthesize
+
+    receiver = parenthesize(expr) if needs_parens_as_operand(expr) else expr
+    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))

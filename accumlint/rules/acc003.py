@@ -1,0 +1,106 @@
+"""ACC003 recurrent-state-not-detached: a model output carried into the next iteration while
+backward runs inside the loop."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import Definition, Loop, Scope
+from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.exprs import dotted
+from accumlint.model import Fix, Violation
+from accumlint.rules.edits import after, new_line, statement_line
+
+CODE = "ACC003"
+_TENSOR_STATE = {"GRU", "RNN", "GRUCell", "RNNCell", "Linear"}
+_TUPLE_STATE = {"LSTM", "LSTMCell"}
+_FACTORIES = {"zeros", "ones", "randn", "rand", "empty", "full", "zeros_like", "randn_like", "tensor"}
+
+
+def _carried(scope: Scope, loop: Loop, facts: ModuleFacts) -> dict[str, list[Definition]]:
+    """Names whose first use in an iteration reads the graph-carrying value of the previous one."""
+    carried: dict[str, list[Definition]] = {}
+    first: dict[str, object] = {}
+    for occurrence in scope.occurrences:
+        if loop.contains(occurrence.stmt) and occurrence.name not in first:
+            first[occurrence.name] = occurrence
+    for name, occurrence in first.items():
+        if occurrence.write or occurrence.detached or not occurrence.in_call_arg:
+            continue
+        inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
+        if not inside or any(d.kind not in {"assign", "unpack"} for d in inside):
+            continue  # in-place detach_, loop targets, augmented updates: not a carried model state
+        if all(facts.flow._definition_carries(d, 0) for d in inside):
+            carried[name] = inside
+    return carried
+
+
+def _module_class(call: cst.BaseExpression, facts: ModuleFacts) -> Optional[str]:
+    """The class a called module was built from in this file (`self.rnn = nn.LSTM(...)`)."""
+    if not isinstance(call, cst.Call):
+        return None
+    name = dotted(call.func)
+    for scope in facts.collected.scopes:
+        for definition in scope.definitions(name or ""):
+            if isinstance(definition.value, cst.Call):
+                return (dotted(definition.value.func) or "").rsplit(".", 1)[-1]
+    return None
+
+
+def _detach_statement(name: str, definition: Definition, scope: Scope, loop: Loop, facts) -> tuple[str, bool]:
+    """The detach statement for `name`, and whether its shape is known (so the fix is safe)."""
+    if len(definition.index) > 1:
+        return f"{name} = {name}.detach()", True  # one tensor of an unpacked (h, c)
+    cls = _module_class(definition.value, facts)
+    if cls in _TUPLE_STATE:
+        return f"{name} = tuple(s.detach() for s in {name})", True
+    if cls in _TENSOR_STATE:
+        return f"{name} = {name}.detach()", True
+    before = [d for d in scope.definitions(name) if d.order < loop.first_order and d.kind == "assign"]
+    if before and isinstance(before[-1].value, cst.Call):
+        if (dotted(before[-1].value.func) or "").rsplit(".", 1)[-1] in _FACTORIES:
+            return f"{name} = {name}.detach()", True
+    return f"{name} = {name}.detach()", False
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    reported: set[int] = set()
+    for sf in facts.scopes:
+        scope = sf.scope
+        for loop in scope.loops:
+            backwards = [e for e in sf.events if e.kind == BACKWARD and not e.helper and loop.contains(e.stmt)]
+            if not backwards:
+                continue
+            by_statement: dict[int, list[tuple[str, Definition]]] = {}
+            for name, definitions in _carried(scope, loop, facts).items():
+                last = definitions[-1]
+                by_statement.setdefault(id(last.stmt), []).append((name, last))
+            for group in by_statement.values():
+                stmt = group[0][1].stmt
+                if id(stmt.node) in reported:
+                    continue
+                reported.add(id(stmt.node))
+                names = ", ".join(f"`{n}`" for n, _ in group)
+                fix = None
+                anchor = statement_line(backwards[-1].stmt)
+                if anchor is not None:
+                    lines, safe = [], True
+                    for name, definition in group:
+                        text, known = _detach_statement(name, definition, scope, loop, facts)
+                        lines.append(new_line(text))
+                        safe = safe and known
+                    fix = Fix(
+                        f"Detach {names} right after backward",
+                        "safe" if safe else "unsafe",
+                        {anchor: after(anchor, *lines)},
+                    )
+                yield Violation(
+                    CODE,
+                    f"{names} carries this iteration's autograd graph into the next one while backward "
+                    f"runs every iteration: detach it after backward",
+                    stmt.node,
+                    fix,
+                )
