@@ -3,8 +3,9 @@
 Each case is a small inline loop. A line that must be reported ends with a marker comment
 `# <ACCnnn` (several markers for several codes on one line); the expected set of (code, row) is
 read from those markers, so each case is exactly: these findings, on these rows, nothing else.
-Where the report row of a rule is not pinned down by DESIGN.md (ACC009, ACC010), the marker sits
-on the line a user would have to change: the backward that all-reduces, the hand division.
+Where DESIGN.md does not pin the report row down, the rows follow the rules' choice, which is
+consistent with ACC001: ACC009 and ACC010 on the backward call (the tensor that reaches backward),
+and ACC009 on the `with ...no_sync()` statement when that context wraps the backward alone.
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ case("accelerate_accumulate_hand_division", """\
     for batch in loader:
         with accelerator.accumulate(model):
             loss = model(**batch).loss
-            loss = loss / args.gradient_accumulation_steps  # <ACC010
-            accelerator.backward(loss)
+            loss = loss / args.gradient_accumulation_steps
+            accelerator.backward(loss)  # <ACC010
             optimizer.step()
             scheduler.step()
             optimizer.zero_grad()
@@ -173,8 +174,8 @@ case("deepspeed_engine_hand_division", """\
     )
     for step, (x, y) in enumerate(train_loader):
         loss = criterion(model_engine(x), y)
-        loss = loss / gas  # <ACC010
-        model_engine.backward(loss)
+        loss = loss / gas
+        model_engine.backward(loss)  # <ACC010
         model_engine.step()
 """)
 
@@ -358,8 +359,8 @@ case("ddp_no_sync_around_backward_only", DDP_SETUP + """\
             optimizer.step()
             optimizer.zero_grad()
         else:
-            with model.no_sync():
-                loss.backward()  # <ACC009
+            with model.no_sync():  # <ACC009
+                loss.backward()
 """)
 
 case("ddp_without_accumulation_clean", DDP_SETUP + """\

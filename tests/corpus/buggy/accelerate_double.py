@@ -1,5 +1,5 @@
 # accumlint corpus: a buggy real-style training script. Expected findings (code@row):
-# expect: ACC010@32
+# expect: ACC010@34
 # expect: ACC002@33
 """A loop migrated to Accelerate's accumulate() that kept its hand division and logs a tensor total."""
 import argparse
