@@ -4,6 +4,7 @@ Accumulation is an inner micro-step loop; under DDP only the last micro-step syn
 """
 import math
 import os
+import time
 from contextlib import nullcontext
 
 import numpy as np
@@ -88,6 +89,8 @@ def get_lr(it):
 
 X, Y = get_batch("train")
 iter_num = 0
+running_mfu = -1.0
+t_last = time.time()
 while True:
     lr = get_lr(iter_num)
     for group in optimizer.param_groups:
@@ -114,9 +117,13 @@ while True:
     scaler.update()
     optimizer.zero_grad(set_to_none=True)
 
+    t_now = time.time()
+    dt, t_last = t_now - t_last, t_now
     if iter_num % log_interval == 0 and is_master:
         lossf = loss.item() * gradient_accumulation_steps
-        print(f"iter {iter_num}: loss {lossf:.4f}, lr {lr:.2e}")
+        mfu = raw_model.estimate_mfu(batch_size * gradient_accumulation_steps, dt)
+        running_mfu = mfu if running_mfu < 0 else 0.9 * running_mfu + 0.1 * mfu
+        print(f"iter {iter_num}: loss {lossf:.4f}, lr {lr:.2e}, mfu {running_mfu * 100:.1f}%")
 
     iter_num += 1
     if iter_num > max_iters:

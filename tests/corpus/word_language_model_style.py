@@ -79,9 +79,9 @@ def train(lr):
         torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
         for p in model.parameters():
             p.data.add_(p.grad, alpha=-lr)
-        total_loss += loss.item()
+        total_loss += loss.data
         if batch % args.log_interval == 0 and batch > 0:
-            cur_loss = total_loss / args.log_interval
+            cur_loss = total_loss.item() / args.log_interval
             elapsed = time.time() - start
             print(f"batch {batch} | lr {lr:.2f} | ms/batch {elapsed * 1000 / args.log_interval:.1f} "
                   f"| loss {cur_loss:.2f} | ppl {math.exp(cur_loss):.1f}")
