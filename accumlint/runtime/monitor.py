@@ -137,6 +137,7 @@ class Monitor:
         # graph-age bookkeeping
         self.watermark: Optional[int] = None  # sequence number at the previous step
         self._snapshot: list[tuple[str, Any, Any]] = []  # (name, grad_fn, frame) at last backward
+        self._prev_snapshot: list[tuple[str, Any, Any]] = []  # ... and at the one before
         self._carried: dict[str, Site] = {}
         self._retained: list[_Retained] = []
         self._traces: dict[tuple, _Trace] = {}
@@ -224,6 +225,7 @@ class Monitor:
             self._retained.append(_Retained(roots[0].grad_fn, ids, self.total_steps, info.site))
         if self.sampling:
             root_ids = {id(r) for r in roots}
+            self._prev_snapshot = self._snapshot
             self._snapshot = [(name, t.grad_fn, frame) for frame, name, t, _ in graph_variables()
                               if id(t) not in root_ids]
 
@@ -249,7 +251,7 @@ class Monitor:
         for root in roots:
             if getattr(root, "grad_fn", None) is not None:
                 ids |= graph.walk(root.grad_fn, keep_ids=True).ids
-        names = [name for name, node, _ in self._snapshot if id(node) in ids]
+        names = [name for name, node, _ in self._prev_snapshot if id(node) in ids]
         if not names:  # outside the sampled steps: every graph-holding variable is a suspect
             root_ids = {id(r) for r in roots}
             names = [name for _, name, t, _ in graph_variables() if id(t) not in root_ids]
@@ -363,7 +365,7 @@ class Monitor:
         if scan:
             self.watermark = tp.current_sequence_nr()
         if not self.sampling:
-            self._snapshot = []
+            self._snapshot = self._prev_snapshot = []
         if self.options.max_steps is not None and rec.steps >= self.options.max_steps:
             self.stopped = True
             raise StopTraining(step)
@@ -542,11 +544,12 @@ class Monitor:
                     scale=float(scaler.get_scale()))
 
     # ----- end of run -------------------------------------------------------------------
-    def finish(self) -> None:
+    def finish(self, completed: bool = True) -> None:
+        """End-of-run checks; `completed` is False when the script died of an error."""
         self._judge_retained(final=True)
         for rec in self.opts:
             self._judge_windows(rec)
-            if rec.pending and not self.stopped and not rec.in_step:
+            if rec.pending and completed and not self.stopped and not rec.in_step:
                 infos = list(rec.pending.values())
                 self.findings.add(
                     "ACC005", "the script ended with gradients of backward passes that no "

@@ -65,12 +65,15 @@ def run(config: RunConfig) -> int:
     else:
         sys.path.insert(0, os.path.dirname(script))
     status = 0
+    completed = False
     try:
         runpy.run_path(script, run_name="__main__")
+        completed = True
     except StopTraining:
         print(f"accumlint run: stopped after {config.max_steps} optimizer steps", file=sys.stderr)
     except SystemExit as exit_:
         status = _exit_code(exit_.code)
+        completed = status == 0
     except KeyboardInterrupt:
         status = 130
     except BaseException:  # the script's own error: print it as python would, then report
@@ -78,7 +81,7 @@ def run(config: RunConfig) -> int:
         status = 1
     finally:
         try:
-            monitor.finish()
+            monitor.finish(completed)
         finally:
             installation.uninstall()
             sys.argv = saved_argv

@@ -43,17 +43,29 @@ def weigh_window(masses: Sequence[Sequence[tuple[float, bool]]],
     if close(sum(dominant), 1.0) or close(sum(total), 1.0):
         return Verdict("ok", sum(total), k)
     low, high = UNDIVIDED_BAND
-    if all(low <= d <= high for d in dominant):
-        return Verdict("undivided", sum(dominant), k, 1)
+    # A backward may carry several loss terms (aux losses, per-token losses summed): the
+    # micro-batch's weight is then either its dominant term or the sum of its terms.
+    for weights in (dominant, total):
+        if all(low <= w <= high for w in weights):
+            return Verdict("undivided", sum(weights), k, 1)
     if batches is not None and batches != k:
         return None
-    if dominant[0] <= 0:
+    for weights in (dominant, total):
+        divisor = _common_divisor(weights)
+        if divisor is not None and divisor != k:
+            kind = "overdivided" if divisor > k else "underdivided"
+            return Verdict(kind, sum(weights), k, divisor)
+    return None
+
+
+def _common_divisor(weights: Sequence[float]) -> Optional[int]:
+    """d when every weight is about 1/d for one integer d >= 2."""
+    if weights[0] <= 0:
         return None
-    divisor = round(1.0 / dominant[0])
-    if divisor < 2 or divisor == k or not all(close(d, 1.0 / divisor) for d in dominant):
+    divisor = round(1.0 / weights[0])
+    if divisor < 2 or not all(close(w, 1.0 / divisor) for w in weights):
         return None
-    kind = "overdivided" if divisor > k else "underdivided"
-    return Verdict(kind, sum(dominant), k, divisor)
+    return divisor
 
 
 def modal_size(sizes: Sequence[int]) -> Optional[int]:
