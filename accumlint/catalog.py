@@ -11,7 +11,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Optional
 
-PAGES_PACKAGE = "accumlint.rule_pages"
+PAGES_PACKAGE = "accumlint"
+PAGES_DIR = "rule_pages"  # rules/ has no __init__.py: read it as data inside the package, which
+# also works from a zipped wheel, where namespace packages cannot be imported
 SOURCE_DIR = Path(__file__).resolve().parent.parent / "rules"
 
 
@@ -19,7 +21,7 @@ def page(code: str) -> Optional[str]:
     """The page's Markdown text, or None when this installation has no page for `code`."""
     name = f"{code.upper()}.md"
     try:
-        resource = resources.files(PAGES_PACKAGE) / name
+        resource = resources.files(PAGES_PACKAGE) / PAGES_DIR / name
         if resource.is_file():
             return resource.read_text(encoding="utf-8")
     except (ModuleNotFoundError, OSError):

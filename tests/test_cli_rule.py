@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -37,7 +41,7 @@ def test_rule_without_code_or_all_is_a_usage_error(invoke):
 
 
 def test_missing_page_falls_back_to_the_registry(invoke, monkeypatch, tmp_path):
-    monkeypatch.setattr(catalog, "PAGES_PACKAGE", "accumlint.no_pages_here")
+    monkeypatch.setattr(catalog, "PAGES_DIR", "no_pages_here")
     monkeypatch.setattr(catalog, "SOURCE_DIR", tmp_path)
     result = invoke("rule", "ACC009")
     assert result.exit_code == 0
@@ -68,3 +72,24 @@ def test_every_subpackage_is_listed_for_the_wheel():
     }
     assert on_disk <= set(config["packages"]), "add the missing subpackages to [tool.setuptools] packages"
     assert config["package-dir"]["accumlint.rule_pages"] == "rules"
+
+
+def test_a_built_wheel_carries_the_pages(tmp_path):
+    """Build a real wheel (no network: the venv's setuptools) and read a page from it alone."""
+    source = tmp_path / "src"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
+        ".git", ".venv", "build", "*.egg-info", "__pycache__", ".accumlint_cache", "tests"))
+    built = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
+         str(tmp_path / "dist"), str(source)],
+        capture_output=True, text=True, timeout=300,
+    )
+    assert built.returncode == 0, built.stderr
+    (wheel,) = (tmp_path / "dist").glob("accumlint-*.whl")
+    assert "accumlint/rule_pages/ACC001.md" in zipfile.ZipFile(wheel).namelist()
+    env = {**os.environ, "PYTHONPATH": str(wheel)}  # the wheel alone, imported as a zip
+    shown = subprocess.run([sys.executable, "-m", "accumlint", "rule", "ACC001"], cwd=tmp_path,
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert shown.returncode == 0, shown.stderr
+    assert shown.stderr == ""
+    assert shown.stdout == (ROOT / "rules" / "ACC001.md").read_text(encoding="utf-8")
