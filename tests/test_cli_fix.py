@@ -144,3 +144,27 @@ def test_syntax_error_file_is_never_written(project, invoke):
     result = invoke("check", "--fix", "bad.py")
     assert result.exit_code == 2
     assert path.read_bytes() == b"loss.backward()\ndef (:\n"
+
+
+def test_notebooks_are_found_checked_and_fixed_cell_by_cell(project, invoke):
+    import json
+
+    notebook = {
+        "cells": [
+            {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]},
+            {"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [],
+             "source": BUGGY.splitlines(keepends=True)},
+        ],
+        "metadata": {"language_info": {"name": "python"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    path = project / "train.ipynb"
+    path.write_text(json.dumps(notebook, indent=1) + "\n")
+    result = invoke("check", "--no-cache", ".")
+    assert result.exit_code == 1
+    assert "train.ipynb:cell 2:3:5: ACC001" in result.stdout
+    fixed = invoke("check", "--fix", "train.ipynb")
+    assert fixed.exit_code == 0, fixed.stdout + fixed.stderr
+    cell = json.loads(path.read_text())["cells"][1]
+    assert "".join(cell["source"]) == FIXED
