@@ -1,6 +1,6 @@
 """The rule catalog pages (rules/ACCnnn.md), from an installed wheel or a source checkout.
 
-A wheel carries the repository's rules/ folder as the data package `accumlint.rule_pages`
+A wheel carries the repository's rules/ folder as accumlint/rule_pages/
 (see pyproject.toml); in a source checkout (or an editable install, whose finder does not map
 that folder) the pages are read from rules/ beside the package.
 """
