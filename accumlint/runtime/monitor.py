@@ -19,6 +19,15 @@ from accumlint.runtime.frames import graph_variables, write_site
 SECOND_BACKWARD = "backward through the graph a second time"
 UNSCALE_TWICE = "unscale_() has already been called"
 NO_INF_CHECKS = "No inf checks were recorded"
+INPLACE_MODIFIED = "modified by an inplace operation"
+
+
+def _base_names(names) -> list[str]:
+    """`hidden[0]`, `hidden[1]` -> `hidden`, in first-seen order."""
+    seen: dict[str, None] = {}
+    for name in names:
+        seen.setdefault(name.split("[")[0], None)
+    return list(seen)
 
 
 class StopTraining(BaseException):
@@ -242,30 +251,46 @@ class Monitor:
         info.handles = []
 
     def backward_failed(self, info: Optional[BackwardInfo], error: RuntimeError) -> Optional[str]:
-        """A hint to append to torch's error, after recording the finding it shows."""
+        """A hint to append to torch's error, after recording the finding it shows.
+
+        Two errors come from a state carried across iterations without detach: the second
+        backward through a freed graph, and, when retain_graph=True kept that graph, the
+        optimizer's in-place update of weights the old graph saved."""
         text = str(error)
-        if SECOND_BACKWARD not in text:
+        second = SECOND_BACKWARD in text
+        if not second and INPLACE_MODIFIED not in text:
             return None
         roots = info.roots if info else ()
         ids: set[int] = set()
+        old = 0
         for root in roots:
             if getattr(root, "grad_fn", None) is not None:
-                ids |= graph.walk(root.grad_fn, keep_ids=True).ids
-        names = [name for name, node, _ in self._prev_snapshot if id(node) in ids]
+                stats = graph.walk(root.grad_fn, self.watermark, keep_ids=True)
+                ids |= stats.ids
+                old += stats.old_nodes
+        if not second and old == 0:
+            return None  # an in-place bug within one step: not a carried state
+        names = _base_names(name for name, node, _ in self._prev_snapshot if id(node) in ids)
         if not names:  # outside the sampled steps: every graph-holding variable is a suspect
             root_ids = {id(r) for r in roots}
-            names = [name for _, name, t, _ in graph_variables() if id(t) not in root_ids]
+            names = _base_names(name for _, name, t, _ in graph_variables()
+                                if id(t) not in root_ids)
         carried = names[0] if names else None
         shown = ", ".join(f"`{n}`" for n in names[:4]) or "a value carried between iterations"
-        message = (f"backward reached a graph an earlier backward already freed, through {shown}: "
-                   f"a value from one iteration is read in the next without detach")
+        what = ("backward reached a graph an earlier backward already freed" if second else
+                "backward reached a graph from before the last optimizer step (kept by "
+                "retain_graph=True), whose saved weights the step has since changed")
+        message = (f"{what}, through {shown}: a value from one iteration is read in the next "
+                   f"without detach")
         site = info.site if info else Site.here()
         self.findings.add("ACC003", message, site, kind="second-backward",
-                          carried=carried, suspects=names[:6], backward_calls=self.backward_count)
-        fix = f"`{carried} = {carried}.detach()`" if carried else "`.detach()` on the carried state"
+                          carried=carried, suspects=names[:6], backward_calls=self.backward_count,
+                          nodes_before_last_step=old)
+        fix = (f"`{carried} = {carried}.detach()` (for a tuple such as an LSTM's (h, c), detach "
+               f"each tensor)" if carried else "`.detach()` on the carried state")
         return (f"\n\naccumlint: ACC003 {message}. Fix: right after that iteration's backward, "
-                f"{fix} (for an LSTM, both tensors of the (h, c) tuple). If several losses share "
-                f"one graph instead, sum them and call backward once.")
+                f"{fix}. If several losses share one graph instead, sum them and call backward "
+                f"once.")
 
     def after_backward(self, info: BackwardInfo) -> None:
         self.current = None
@@ -362,8 +387,7 @@ class Monitor:
             self._scan_frames()
         self._judge_retained(final=False)
         self.sampling = step < self.options.sample_steps
-        if scan:
-            self.watermark = tp.current_sequence_nr()
+        self.watermark = tp.current_sequence_nr()
         if not self.sampling:
             self._snapshot = self._prev_snapshot = []
         if self.options.max_steps is not None and rec.steps >= self.options.max_steps:
