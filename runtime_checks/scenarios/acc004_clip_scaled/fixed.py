@@ -1,0 +1,29 @@
+"""ACC004 fixed: scaler.unscale_(optimizer) right before the clip."""
+import torch
+import torch.nn as nn
+from torch.utils.data import DataLoader, TensorDataset
+
+device = "cuda" if torch.cuda.is_available() else "cpu"
+torch.manual_seed(0)
+inputs = torch.randn(128, 16)
+labels = (inputs[:, :4].sum(dim=1) > 0).long() + (inputs[:, 4] > 1).long()
+loader = DataLoader(TensorDataset(inputs, labels), batch_size=8)
+model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 3)).to(device)
+optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+criterion = nn.CrossEntropyLoss()
+accum_steps = 4
+scaler = torch.amp.GradScaler(device)
+
+for epoch in range(3):
+    for i, (x, y) in enumerate(loader):
+        x, y = x.to(device), y.to(device)
+        with torch.autocast(device, dtype=torch.float16):
+            loss = criterion(model(x), y) / accum_steps
+        scaler.scale(loss).backward()
+        if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+            scaler.unscale_(optimizer)
+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    print(f"epoch {epoch + 1}, loss: {loss.item():.6f}")
