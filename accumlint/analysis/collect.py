@@ -18,7 +18,7 @@ DETACH_FUNCTION_HINTS = ("detach", "repackage")
 NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Scope:
     node: Union[cst.Module, cst.FunctionDef]
     name: str
@@ -38,7 +38,7 @@ class Scope:
         return self.defs.get(name, [])
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Stmt:
     node: cst.CSTNode  # the small statement, or the compound statement for its header
     line: cst.CSTNode  # what a fix replaces: the SimpleStatementLine or the compound statement
@@ -55,8 +55,13 @@ class Stmt:
     def within(self, node: cst.CSTNode, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
 
+    def compatible(self, other: "Stmt") -> bool:
+        """False when the two sit on different branches of one `if` (they never both run)."""
+        branches = {id(node): branch for node, branch in self.path}
+        return all(branches.get(id(node), branch) == branch for node, branch in other.path)
 
-@dataclass(eq=False)
+
+@dataclass(eq=False, repr=False)
 class Definition:
     name: str
     kind: str  # assign, aug, inplace, unpack, for, with, param
@@ -70,7 +75,7 @@ class Definition:
         return self.stmt.order
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Occurrence:
     name: str
     write: bool
@@ -80,14 +85,14 @@ class Occurrence:
     seq: int
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class CallSite:
     call: cst.Call
     stmt: Stmt
     context_manager: bool = False  # used as a `with` item
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Loop:
     node: LoopNode
     header: Stmt
@@ -236,7 +241,16 @@ class _Collector:
         param_stmt = self._stmt(node, node, inner, (), (), inner_no_grad)
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
-        self._suite(node.body, inner, (), (), inner_no_grad)
+        loops_inside: tuple[Loop, ...] = ()
+        if node.name.value == "training_step" and any(b.endswith("LightningModule") for b in inner.class_bases):
+            # Lightning calls training_step once per micro-batch: its body is one loop iteration.
+            hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True)
+            hook.first_order = self.order + 1
+            inner.loops.append(hook)
+            loops_inside = (hook,)
+        self._suite(node.body, inner, (), loops_inside, inner_no_grad)
+        if loops_inside:
+            loops_inside[0].last_order = self.order
 
     def _loop(self, node, scope, path, loops, no_grad) -> None:
         header = self._stmt(node, node, scope, path, loops, no_grad)
@@ -371,8 +385,8 @@ class _Collector:
             else:
                 if receiver is not None:
                     self._read(receiver, stmt, detached, in_arg)
-                elif not isinstance(node.func, cst.Name):
-                    self._read(node.func, stmt, detached, in_arg)
+                else:
+                    self._read(node.func, stmt, detached, False)
                 args_detached = detached or any(h in func_name for h in DETACH_FUNCTION_HINTS)
                 for arg in node.args:
                     self._read(arg.value, stmt, args_detached, True)

@@ -33,6 +33,7 @@ _NO_GRAPH_FUNCTIONS = {
     "no_grad", "randperm", "multinomial", "bernoulli",
 }
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load")
+_NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
 
 
@@ -204,6 +205,8 @@ class DataFlow:
         expr = strip_parens(expr)
         name = dotted(expr)
         if name is not None:
+            if isinstance(expr, cst.Attribute) and expr.attr.value in _NO_GRAPH_ATTRIBUTES:
+                return False
             base, updates = reaching(name, at.scope, at.order)
             if base is None:
                 return isinstance(expr, cst.Attribute) and self.carries_graph(expr.value, at, depth + 1)

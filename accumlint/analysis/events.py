@@ -16,10 +16,10 @@ BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = (
     "backward", "step", "zero_grad", "clip", "unscale", "update", "sched_step",
 )
 _CLIP_NAMES = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"}
-_HELPER_KINDS = {STEP, ZERO, SCHED, UPDATE, UNSCALE, CLIP}
+_HELPER_KINDS = {BACKWARD, STEP, ZERO, SCHED, UPDATE, UNSCALE, CLIP}
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Event:
     kind: str
     stmt: Stmt

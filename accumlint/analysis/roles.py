@@ -97,7 +97,7 @@ def _constructed_role(value: cst.BaseExpression, roles: Roles) -> Optional[str]:
         return DDP
     if last in _LOADER_CLASSES:
         return LOADER
-    if last in {"create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers"}:
+    if last in {"create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers", "optimizers"}:
         return OPTIMIZER
     return None
 

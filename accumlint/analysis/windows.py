@@ -22,7 +22,7 @@ class GateTest:
     flag: Optional[str] = None  # the test was computed earlier into this name
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, repr=False)
 class Window:
     form: str  # "gate" (if-block), "continue" (early continue), "inner" (micro-step loop)
     micro_loop: Loop  # one iteration of it is one micro-step
@@ -35,8 +35,9 @@ class Window:
     test: Optional[GateTest] = None
     branch: Optional[str] = None  # branch of `gate` that holds the step
     steps: list[Event] = field(default_factory=list)
+    siblings: list["Window"] = field(default_factory=list)  # other gates of the same loop
 
-    def in_step_block(self, stmt: Stmt) -> bool:
+    def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
             return stmt.within(self.gate, self.branch)
         if self.form == "continue":
@@ -51,11 +52,17 @@ class Window:
             and stmt.order > self.micro_loop.last_order
         )
 
+    def in_step_block(self, stmt: Stmt) -> bool:
+        return self._own_block(stmt)
+
     def every_micro_step(self, stmt: Stmt) -> bool:
-        if not self.micro_loop.contains(stmt) or self.in_step_block(stmt):
+        """Runs on every micro-step of this window: not in any gate's block, not on a branch
+        that excludes this window's step (an AMP path versus a plain path)."""
+        if not self.micro_loop.contains(stmt) or not stmt.compatible(self.step.stmt):
             return False
-        if self.form in {"gate", "continue"}:
-            return not stmt.within(self.gate)
+        for window in (self, *self.siblings):
+            if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
+                return False
         return True
 
 
@@ -202,31 +209,37 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
 
 
 def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
-    """Windows of this scope; a window is kept only when the code clearly accumulates:
-    a backward runs every micro-step and no optimizer steps every micro-step."""
+    """Windows of this scope, one per gate; a loop's windows are kept only when the code clearly
+    accumulates: every optimizer step is gated and a backward runs every micro-step."""
     windows: list[Window] = []
     for loop in scope.loops:
         steps = [e for e in events if e.kind == STEP and e.stmt.loop is loop]
         if not steps:
             continue
-        window = None
+        found: list[Window] = []
+        ungated = False
         for step in steps:
+            if any(w.in_step_block(step.stmt) for w in found):
+                continue
             window = _gate_for(step, loop, events)
-            if window is not None:
+            if window is None:
+                ungated = True  # some optimizer steps every iteration (GANs): no accumulation
                 break
-        if window is None:
+            found.append(window)
+        if ungated or not found:
             continue
-        window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
-        if any(e.kind == STEP and window.every_micro_step(e.stmt) for e in events):
-            continue  # some optimizer steps every iteration (GANs): not one accumulation window
-        if window.form == "gate" and any(
-            e.kind == STEP and e.stmt.within(window.gate) and not window.in_step_block(e.stmt) for e in events
+        for window in found:
+            window.siblings = [w for w in found if w is not window]
+            window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
+        if any(
+            w.form == "gate" and e.kind == STEP and e.stmt.within(w.gate) and not any(x.in_step_block(e.stmt) for x in found)
+            for w in found for e in events
         ):
-            continue  # steps on both branches: alternating updates, not accumulation
-        if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
-            continue
-        window.k_names = k_aliases(window.k, scope)
-        windows.append(window)
+            continue  # steps on both branches of one gate: alternating updates, not accumulation
+        for window in found:
+            if any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+                window.k_names = k_aliases(window.k, scope)
+                windows.append(window)
     return windows
 
 

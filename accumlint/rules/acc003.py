@@ -8,7 +8,8 @@ from typing import Iterator, Optional
 import libcst as cst
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.collect import Definition, Loop, Scope
+from accumlint.analysis.ancestry import backward_ancestry
+from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted
 from accumlint.model import Fix, Violation
@@ -20,16 +21,28 @@ _TUPLE_STATE = {"LSTM", "LSTMCell"}
 _FACTORIES = {"zeros", "ones", "randn", "rand", "empty", "full", "zeros_like", "randn_like", "tensor"}
 
 
-def _carried(scope: Scope, loop: Loop, facts: ModuleFacts) -> dict[str, list[Definition]]:
-    """Names whose first use in an iteration reads the graph-carrying value of the previous one."""
+def _feeds_backward(stmt: Stmt, scope: Scope, loop_graph: set[str], backward_stmts: set[int]) -> bool:
+    """The statement is part of the forward pass that this loop's backward runs through."""
+    if id(stmt) in backward_stmts:
+        return True
+    return any(d.stmt is stmt for name in loop_graph for d in scope.definitions(name))
+
+
+def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, list[Definition]]:
+    """Names whose first use in an iteration feeds the forward pass with the graph-carrying value
+    of the previous iteration."""
     carried: dict[str, list[Definition]] = {}
     first: dict[str, object] = {}
     for occurrence in scope.occurrences:
         if loop.contains(occurrence.stmt) and occurrence.name not in first:
             first[occurrence.name] = occurrence
+    loop_graph = backward_ancestry(scope, events, only=lambda e: loop.contains(e.stmt) and not e.helper)
+    backward_stmts = {id(e.stmt) for e in events if e.kind == BACKWARD and loop.contains(e.stmt)}
     for name, occurrence in first.items():
         if occurrence.write or occurrence.detached or not occurrence.in_call_arg:
             continue
+        if not _feeds_backward(occurrence.stmt, scope, loop_graph, backward_stmts):
+            continue  # logged or printed, not fed to the model
         inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
         if not inside or any(d.kind not in {"assign", "unpack"} for d in inside):
             continue  # in-place detach_, loop targets, augmented updates: not a carried model state
@@ -75,7 +88,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if not backwards:
                 continue
             by_statement: dict[int, list[tuple[str, Definition]]] = {}
-            for name, definitions in _carried(scope, loop, facts).items():
+            for name, definitions in _carried(scope, loop, facts, sf.events).items():
                 last = definitions[-1]
                 by_statement.setdefault(id(last.stmt), []).append((name, last))
             for group in by_statement.values():

@@ -9,7 +9,6 @@ import libcst as cst
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import CLIP, STEP, UNSCALE
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import same_branch
 from accumlint.rules.edits import before, lone_statement, new_line, statement_line
 
 CODE = "ACC004"
@@ -25,7 +24,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             scaler_steps = [
                 e for e in sf.events
                 if e.kind == STEP and e.scaler and e.order > clip.order and loop.contains(e.stmt)
-                and same_branch(e.stmt, clip.stmt)
+                and e.stmt.compatible(clip.stmt)
             ]
             if not scaler_steps:
                 continue
@@ -34,7 +33,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             clip_in_block = window is None or window.in_step_block(clip.stmt)
             unscales = [
                 e for e in sf.events
-                if e.kind == UNSCALE and loop.contains(e.stmt) and same_branch(e.stmt, clip.stmt)
+                if e.kind == UNSCALE and loop.contains(e.stmt) and e.stmt.compatible(clip.stmt)
             ]
             good = [
                 u for u in unscales

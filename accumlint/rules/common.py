@@ -37,12 +37,6 @@ def rescales_grads(scope: Scope) -> bool:
     return False
 
 
-def same_branch(a, b) -> bool:
-    """False when two statements sit on different branches of one `if` (they never both run)."""
-    branches = {id(node): branch for node, branch in a.path}
-    return all(branches.get(id(node), branch) == branch for node, branch in b.path)
-
-
 def under_accumulate(stmt, facts: ModuleFacts) -> bool:
     """Inside `with accelerator.accumulate(model):` (or Fabric's `no_backward_sync`)."""
     for node, _ in stmt.path:

@@ -1,0 +1,51 @@
+"""ACC006 retain-graph-in-loop: `backward(retain_graph=True)` with no later pass through the graph."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.events import BACKWARD, STEP, retains_graph
+from accumlint.model import Fix, Violation
+
+CODE = "ACC006"
+
+
+def _without_retain_graph(call: cst.Call) -> cst.Call:
+    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "retain_graph")]
+    if args:
+        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+    return call.with_changes(args=args)
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    for sf in facts.scopes:
+        for event in sf.events:
+            if event.kind != BACKWARD or event.helper or not retains_graph(event) or not event.stmt.loops:
+                continue
+            outer = event.stmt.loops[0]
+            innermost = event.stmt.loops[-1]
+            if innermost is not outer and not any(
+                e.kind == STEP and innermost.contains(e.stmt) for e in sf.events
+            ):
+                continue  # one backward per task or loss of a shared graph: the repeats need it
+            others = [
+                e for e in sf.events
+                if e.kind == BACKWARD and e is not event and outer.contains(e.stmt)
+            ]
+            if others:
+                continue  # a second backward in the iteration may run through this graph
+            if any(site.call is not event.call and (site.call.func.__class__ is cst.Attribute
+                   and getattr(site.call.func, "attr", None) is not None
+                   and site.call.func.attr.value == "grad") and outer.contains(site.stmt)
+                   for site in sf.scope.calls):
+                continue  # torch.autograd.grad in the same iteration may reuse the graph
+            yield Violation(
+                CODE,
+                "`retain_graph=True` keeps every iteration's graph alive but no later backward in the "
+                "iteration uses it: memory grows until OOM",
+                event.call,
+                Fix("Remove `retain_graph=True`", "unsafe", {event.call: _without_retain_graph(event.call)}),
+            )

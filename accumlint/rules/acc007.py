@@ -1,0 +1,39 @@
+"""ACC007 zero-grad-inside-window: gradients zeroed every micro-step while the step is gated."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
+from accumlint.model import Fix, Violation
+from accumlint.rules.common import under_accumulate
+from accumlint.rules.window_moves import move_into_step_block
+
+CODE = "ACC007"
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    seen: set[int] = set()
+    for sf in facts.scopes:
+        for window in sf.windows:
+            for event in sf.events:
+                if event.kind != ZERO or id(event.stmt) in seen or not window.every_micro_step(event.stmt):
+                    continue
+                if under_accumulate(event.stmt, facts):
+                    continue
+                seen.add(id(event.stmt))
+                what = f"`{event.helper}()` zeroes gradients" if event.helper else "gradients are zeroed"
+                fix = None
+                if event.call is not None and not event.helper:
+                    zeroed_in_block = any(e.kind == ZERO and window.in_step_block(e.stmt) for e in sf.events)
+                    changes = move_into_step_block(event, window, sf.events, {STEP, UPDATE, SCHED}, zeroed_in_block)
+                    if changes:
+                        fix = Fix("Move the zeroing into the step block, after the step", "safe", changes)
+                yield Violation(
+                    CODE,
+                    f"{what} every micro-step while the step runs once per window: only the last "
+                    f"micro-batch's gradient reaches optimizer.step()",
+                    event.stmt.node,
+                    fix,
+                )

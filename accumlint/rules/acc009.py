@@ -1,0 +1,82 @@
+"""ACC009 ddp-sync-every-micro-step: DistributedDataParallel all-reduces on every micro-step."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+import libcst as cst
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.exprs import dotted, method_of
+from accumlint.model import Violation
+
+CODE = "ACC009"
+# Any of these in the file means the author manages gradient sync (a context kept in a variable,
+# a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so stay silent.
+_SYNC_CONTROLS = {"no_sync", "require_backward_grad_sync", "set_requires_gradient_sync",
+                  "no_backward_sync", "accumulate"}
+
+
+def _manages_sync(facts: ModuleFacts) -> bool:
+    for scope in facts.collected.scopes:
+        if any(name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for name in scope.defs):
+            return True
+        if any(o.name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for o in scope.occurrences):
+            return True
+        if any(method_of(site.call)[1] in _SYNC_CONTROLS for site in scope.calls):
+            return True
+    return False
+
+
+def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
+    """`with model.no_sync(): loss.backward()` with the forward outside: DDP read the flag in forward."""
+    for header in sf.scope.stmts:
+        node = header.node
+        if not isinstance(node, cst.With) or header.line is not node:
+            continue
+        for item in node.items:
+            if not isinstance(item.item, cst.Call):
+                continue
+            receiver, method = method_of(item.item)
+            model = dotted(receiver) if receiver is not None else None
+            if method != "no_sync" or model is None:
+                continue
+            inside = [s for s in sf.scope.stmts if s.within(node)]
+            backward = [e for e in sf.events if e.kind == BACKWARD and e.stmt in inside]
+            forward = [
+                o for o in sf.scope.occurrences
+                if o.stmt in inside and (o.name == model or o.name.startswith(model + "."))
+            ]
+            if backward and not forward:
+                yield Violation(
+                    CODE,
+                    f"`{model}.no_sync()` wraps only the backward pass: DDP decides to sync during the "
+                    f"forward, so every micro-step still all-reduces; put the forward inside it too",
+                    node,
+                )
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    ddp = facts.roles.ddp_models
+    if not ddp:
+        return
+    handled = _manages_sync(facts)
+    for sf in facts.scopes:
+        yield from _backward_only_no_sync(facts, sf)
+        if handled:
+            continue
+        for window in sf.windows:
+            uses_model = any(
+                o.name in ddp and window.micro_loop.contains(o.stmt) for o in sf.scope.occurrences
+            )
+            backward = next(
+                (e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)), None
+            )
+            if uses_model and backward is not None:
+                yield Violation(
+                    CODE,
+                    "the DistributedDataParallel model all-reduces gradients on every micro-step: wrap the "
+                    "forward and backward of non-final micro-steps in `model.no_sync()`",
+                    backward.call,
+                )

@@ -1,0 +1,138 @@
+"""ACC010 double-scaled-loss: the loss divided by k twice (by hand, or by hand and by the framework)."""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional
+
+import libcst as cst
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import Stmt
+from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.exprs import dotted, mentions, needs_parens_as_operand, parenthesize, strip_parens
+from accumlint.analysis.windows import k_aliases
+from accumlint.model import Fix, Replacement, Violation
+from accumlint.rules.edits import lone_statement
+
+CODE = "ACC010"
+
+
+def _accum_names(facts: ModuleFacts) -> set[str]:
+    """Names that read as the accumulation steps (for frameworks whose k lives in a config file):
+    `args.gradient_accumulation_steps`, `gas = ds_config["gradient_accumulation_steps"]`."""
+    found = set()
+    for scope in facts.collected.scopes:
+        for occurrence in scope.occurrences:
+            last = occurrence.name.rsplit(".", 1)[-1].lower()
+            if "accum" in last:
+                found.add(occurrence.name)
+        for name, definitions in scope.defs.items():
+            for definition in definitions:
+                if definition.kind == "assign" and isinstance(definition.value, cst.Subscript):
+                    if "accum" in facts.module.code_for_node(definition.value).lower():
+                        found.add(name)
+    return found
+
+
+def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
+    """Lightning's automatic optimisation divides by accumulate_grad_batches itself."""
+    manual = any(
+        name.endswith("automatic_optimization") and any(
+            isinstance(d.value, cst.Name) and d.value.value == "False" for d in definitions
+        )
+        for scope in facts.collected.scopes for name, definitions in scope.defs.items()
+    )
+    if manual:
+        return
+    k_names = _accum_names(facts)
+    for scope in facts.collected.scopes:
+        if scope.name != "training_step" or not any(b.endswith("LightningModule") for b in scope.class_bases):
+            continue
+        for value, stmt in scope.returns:
+            scaling = facts.flow.scaling(value, stmt, k_names)
+            if not scaling.unknown and scaling.k_divisions >= 1:
+                changes = _drop_division(value, stmt, k_names, False)
+                fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
+                yield Violation(
+                    CODE,
+                    "the loss is divided by the accumulation steps twice: by hand and again by "
+                    "Lightning's automatic optimisation",
+                    stmt.node,
+                    fix,
+                )
+
+
+def _is_k_division(expr: cst.BaseExpression, k_names: set[str]) -> bool:
+    expr = strip_parens(expr)
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, (cst.Divide, cst.FloorDivide))
+        and mentions(expr.right, k_names)
+    )
+
+
+def _drop_division(tensor, stmt: Stmt, k_names, receiver: bool) -> Optional[dict[cst.CSTNode, Replacement]]:
+    """Undo one hand division by k: at the call, `loss /= k`, or `loss = x / k`."""
+    if _is_k_division(tensor, k_names):
+        left = strip_parens(tensor).left
+        if receiver and needs_parens_as_operand(left):
+            left = parenthesize(left)
+        return {tensor: left}
+    name = dotted(strip_parens(tensor))
+    if name is None:
+        return None
+    base, updates = reaching(name, stmt.scope, stmt.order)
+    for update in reversed(updates):
+        if update.kind == "aug" and update.op in {"DivideAssign", "FloorDivideAssign"} and mentions(update.value, k_names):
+            line = lone_statement(update.stmt)
+            return {line: cst.RemovalSentinel.REMOVE} if line is not None else None
+    if base is not None and base.kind == "assign" and base.value is not None and _is_k_division(base.value, k_names):
+        left = strip_parens(base.value).left
+        if dotted(strip_parens(left)) == name:
+            line = lone_statement(base.stmt)
+            return {line: cst.RemovalSentinel.REMOVE} if line is not None else None
+        return {base.value: left}
+    return None
+
+
+def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
+    if event.framework == "accelerate" and facts.roles.accumulating_accelerator(event.receiver):
+        gas = facts.roles.accelerator_gas[event.receiver]
+        return k_aliases(gas, event.stmt.scope) if not isinstance(gas, cst.Call) else _accum_names(facts)
+    if event.framework == "deepspeed":
+        return _accum_names(facts)
+    return None
+
+
+def _violation(event, facts, k_names, why: str) -> Violation:
+    receiver = event.tensor is getattr(event.call.func, "value", None)
+    changes = _drop_division(event.tensor, event.stmt, k_names, receiver)
+    fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
+    return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", event.call, fix)
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    yield from _lightning_automatic(facts)
+    seen: set[int] = set()
+    for sf in facts.scopes:
+        for event in sf.events:
+            if event.kind != BACKWARD or event.helper or event.tensor is None:
+                continue
+            k_names = _framework_k(event, facts)
+            if k_names:
+                scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
+                if not scaling.unknown and scaling.k_divisions >= 1:
+                    seen.add(id(event.call))
+                    who = "Accelerate" if event.framework == "accelerate" else "the DeepSpeed engine"
+                    yield _violation(event, facts, k_names, f"by hand and again by {who}'s backward")
+        for window in sf.windows:
+            for event in sf.events:
+                if event.kind != BACKWARD or event.helper or id(event.call) in seen:
+                    continue
+                if not window.every_micro_step(event.stmt) or _framework_k(event, facts):
+                    continue
+                scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
+                if not scaling.unknown and scaling.k_divisions >= 2:
+                    seen.add(id(event.call))
+                    yield _violation(event, facts, window.k_names, "both divisions name the same window size")
