@@ -36,8 +36,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     new_tensor = parenthesize(new_tensor)
                 yield Violation(
                     CODE,
-                    f"loss is not divided by the accumulation steps `{k_text}` before backward: "
-                    f"gradients of the window add up to {k_text} times the intended update",
+                    f"loss reaches backward without division by the accumulation steps `{k_text}`: "
+                    f"each update is `{k_text}` times too large",
                     event.call,
                     Fix(f"Divide the loss by `{k_text}` at the backward call", "safe", {event.tensor: new_tensor}),
                 )

@@ -48,10 +48,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     what = f"`{event.receiver}.update()` runs"
                 elif event.receiver:
                     what = f"`{event.receiver}.step()` runs"
+                k_text = facts.module.code_for_node(window.k)
                 yield Violation(
                     CODE,
                     f"{what} every micro-step while the optimizer steps once per window: "
-                    f"the schedule advances k times too fast",
+                    f"the schedule advances `{k_text}` times too fast",
                     event.stmt.node,
                     Fix("Move it into the step block, after the step", "unsafe", changes) if changes else None,
                 )
@@ -62,6 +63,6 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             yield Violation(
                 CODE,
                 f"`{event.receiver}.step()` runs every micro-batch under `accelerator.accumulate()` but "
-                f"was not passed through `accelerator.prepare()`: the schedule advances k times too fast",
+                f"was not passed through `accelerator.prepare()`: it advances once per micro-batch, not per step",
                 event.stmt.node,
             )
