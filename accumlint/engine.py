@@ -44,7 +44,10 @@ def _parse(source: Source) -> cst.Module:
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
-        raise SourceError(f"syntax error at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
+        # CPython's parser words syntax errors best; LibCST's message is the fallback for
+        # code that CPython accepts but LibCST cannot read.
+        _quick_syntax_check(source, "<checked file>")
+        raise SourceError(f"cannot parse at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise SourceError(f"cannot decode: {exc}") from None
     except RecursionError:

@@ -63,6 +63,16 @@ def _divide(a: Scaling, names_k: bool) -> Scaling:
     return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False)
 
 
+def _reciprocal_of_k(expr: cst.BaseExpression, k_names: set[str]) -> bool:
+    expr = strip_parens(expr)
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Divide)
+        and not mentions(expr.left, k_names)
+        and mentions(expr.right, k_names)
+    )
+
+
 def reaching(name: str, scope: Scope, before: int) -> tuple[Optional[Definition], list[Definition]]:
     """The last plain definition of `name` before `before`, and the in-place updates after it."""
     definitions = [d for d in scope.definitions(name) if d.order < before]
@@ -94,9 +104,13 @@ class DataFlow:
         if isinstance(expr, cst.BinaryOperation):
             if isinstance(expr.operator, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
-                if isinstance(expr.operator, cst.Multiply) and left.neutral:
-                    left = self.scaling(expr.right, at, k_names, depth + 1)
-                named = mentions(expr.right, k_names) or mentions(expr.left, k_names)
+                if isinstance(expr.operator, cst.Multiply):
+                    if left.neutral:
+                        left = self.scaling(expr.right, at, k_names, depth + 1)
+                    # `loss * k` undoes a division; only `loss * (1 / k)` divides by k.
+                    named = _reciprocal_of_k(expr.left, k_names) or _reciprocal_of_k(expr.right, k_names)
+                else:
+                    named = mentions(expr.right, k_names)
                 return _divide(left, named)
             if isinstance(expr.operator, (cst.Add, cst.Subtract)):
                 return _combine_sum(
@@ -181,6 +195,8 @@ class DataFlow:
         receiver, method = method_of(call)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
+            if method.startswith(("mul", "multiply")):
+                return _divide(inner, any(_reciprocal_of_k(a.value, k_names) for a in call.args))
             return _divide(inner, any(mentions(a.value, k_names) for a in call.args))
         if receiver is not None and method in _PASS_THROUGH_METHODS:
             return self.scaling(receiver, at, k_names, depth + 1)

@@ -36,6 +36,7 @@ class Window:
     branch: Optional[str] = None  # branch of `gate` that holds the step
     steps: list[Event] = field(default_factory=list)
     siblings: list["Window"] = field(default_factory=list)  # other gates of the same loop
+    skips: list[Stmt] = field(default_factory=list)  # `if not boundary: continue` headers
 
     def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
@@ -56,10 +57,14 @@ class Window:
         return self._own_block(stmt)
 
     def every_micro_step(self, stmt: Stmt) -> bool:
-        """Runs on every micro-step of this window: not in any gate's block, not on a branch
-        that excludes this window's step (an AMP path versus a plain path)."""
+        """Runs on every micro-step of this window: not in any gate's block, not after an early
+        `continue` on a non-boundary micro-step, not on a branch that excludes this window's step
+        (an AMP path versus a plain path)."""
         if not self.micro_loop.contains(stmt) or not stmt.compatible(self.step.stmt):
             return False
+        for header in self.skips:
+            if header.order < stmt.order and not stmt.within(header.node):
+                return False
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
@@ -100,8 +105,9 @@ def parse_gate(test: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) 
         return gate if gate.positive else None
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         gate = parse_gate(test.expression, scope, at, depth + 1)
-        if gate is None or gate.end_clause:
+        if gate is None:
             return None
+        # `not (gate or end)` is "neither at a boundary nor at the end": still a negative gate.
         return replace(gate, positive=not gate.positive)
     if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
         comparison = test.comparisons[0]
@@ -208,6 +214,32 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
     return None
 
 
+def _continue_gates(loop: Loop, scope: Scope) -> list[Stmt]:
+    found = []
+    for stmt in scope.stmts:
+        node = stmt.node
+        if stmt.loop is loop and isinstance(node, cst.If) and stmt.line is node and _ends_with_continue(node.body):
+            test = parse_gate(node.test, scope, stmt.order)
+            if test is not None and not test.positive:
+                found.append(stmt)
+    return found
+
+
+def _bound_to_one(k: cst.BaseExpression, scope: Scope) -> bool:
+    """`K = 1` (one constant assignment in the file's scopes): no accumulation at all."""
+    name = dotted(strip_parens(k))
+    if name is None:
+        return False
+    current: Optional[Scope] = scope
+    while current is not None:
+        definitions = current.definitions(name)
+        if definitions:
+            values = [int_value(d.value) if d.kind == "assign" else None for d in definitions]
+            return all(v is not None and v <= 1 for v in values)
+        current = current.parent
+    return False
+
+
 def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
     """Windows of this scope, one per gate; a loop's windows are kept only when the code clearly
     accumulates: every optimizer step is gated and a backward runs every micro-step."""
@@ -228,7 +260,9 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
             found.append(window)
         if ungated or not found:
             continue
+        skips = _continue_gates(loop, scope)
         for window in found:
+            window.skips = skips
             window.siblings = [w for w in found if w is not window]
             window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
         if any(
@@ -237,6 +271,8 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
         ):
             continue  # steps on both branches of one gate: alternating updates, not accumulation
         for window in found:
+            if _bound_to_one(window.k, scope):
+                continue
             if any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
                 window.k_names = k_aliases(window.k, scope)
                 windows.append(window)

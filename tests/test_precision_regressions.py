@@ -1,0 +1,121 @@
+"""False positives found on real public training code, each reduced to the construct that was
+misread. Every case must stay clean; the neighbouring bug in each must still be found."""
+
+import textwrap
+
+import pytest
+
+from accumlint.engine import check_source
+
+
+def codes(source: str) -> set[tuple[str, int]]:
+    result = check_source(textwrap.dedent(source), "case.py")
+    assert result.error is None, result.error
+    return {(f.code, f.location.row) for f in result.findings}
+
+
+CLEAN = {
+    # Multiplying by k undoes Accelerate's division (the loss was normalised by a global token
+    # count); only `/ k` or `* (1 / k)` is a division by k.
+    "accelerate_multiplies_by_k": """
+        acc = Accelerator(gradient_accumulation_steps=k)
+        for b in loader:
+            with acc.accumulate(model):
+                loss = model(**b).loss
+                loss = loss * k * acc.num_processes
+                acc.backward(loss)
+                opt.step()
+                opt.zero_grad()
+    """,
+    # An early `continue` on "not at a boundary" gates what follows, even through a flag that
+    # also fires at the end of the data.
+    "continue_on_negated_flag_gates_scheduler": """
+        for i, (x, y) in enumerate(loader):
+            need_update = i == last or (i + 1) % k == 0
+            (model(x, y) / k).backward()
+            if need_update:
+                opt.step()
+                opt.zero_grad()
+            if not need_update:
+                continue
+            sched.step()
+    """,
+    # A window of one micro-step is no accumulation.
+    "k_bound_to_one": """
+        K = 1
+        while True:
+            for _ in range(K):
+                loss = model(next(it))
+                loss.backward()
+            opt.step()
+            opt.zero_grad()
+    """,
+    # `.data` shares no graph (pytorch/examples word_language_model).
+    "accumulating_dot_data": """
+        total_loss = 0.0
+        for batch, i in enumerate(range(0, n, bptt)):
+            hidden = repackage_hidden(hidden)
+            output, hidden = model(data, hidden)
+            loss = criterion(output, targets)
+            loss.backward()
+            opt.step()
+            total_loss += loss.data
+    """,
+    # A value logged from a model method is not a state fed back into the forward pass
+    # (nanoGPT's running_mfu).
+    "logged_running_value_is_not_recurrent_state": """
+        running_mfu = -1.0
+        while True:
+            wandb.log({"mfu": running_mfu * 100})
+            for micro_step in range(gradient_accumulation_steps):
+                logits, loss = model(X, Y)
+                loss = loss / gradient_accumulation_steps
+                X, Y = get_batch("train")
+                scaler.scale(loss).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad(set_to_none=True)
+            mfu = raw_model.estimate_mfu(batch_size * gradient_accumulation_steps, dt)
+            running_mfu = mfu if running_mfu == -1.0 else 0.9 * running_mfu + 0.1 * mfu
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CLEAN))
+def test_real_code_construct_stays_clean(name):
+    assert codes(CLEAN[name]) == set()
+
+
+def test_multiplying_by_reciprocal_of_k_still_counts_as_a_division():
+    assert codes("""
+        acc = Accelerator(gradient_accumulation_steps=k)
+        for b in loader:
+            with acc.accumulate(model):
+                loss = model(**b).loss * (1 / k)
+                acc.backward(loss)
+                opt.step()
+    """) == {("ACC010", 6)}
+
+
+def test_scheduler_before_the_continue_gate_is_still_reported():
+    assert codes("""
+        for i, (x, y) in enumerate(loader):
+            need_update = i == last or (i + 1) % k == 0
+            (model(x, y) / k).backward()
+            sched.step()
+            if need_update:
+                opt.step()
+                opt.zero_grad()
+    """) == {("ACC008", 5)}
+
+
+def test_k_bound_to_four_is_still_accumulation():
+    assert codes("""
+        K = 4
+        while True:
+            for _ in range(K):
+                loss = model(next(it))
+                loss.backward()
+            opt.step()
+            opt.zero_grad()
+    """) == {("ACC001", 6)}
