@@ -175,12 +175,17 @@ def render(context: str, gate: str, names: str, loop: Loop) -> str:
     else:
         body += fill(loop.every_before) + forward + fill(loop.backward)
         pre_gate, gate_header, _ = _gate_lines(gate, n, loop.end_clause)
+        if gate == "continue":
+            # Everything after `if not boundary: continue` runs once per window, so the
+            # every-micro-step lines must come before that gate.
+            body += fill(loop.every_after)
         body += pre_gate
         if gate_header:
             body += [gate_header] + ["    " + line for line in fill(loop.step)]
         else:
             body += fill(loop.step)
-        body += fill(loop.every_after)
+        if gate != "continue":
+            body += fill(loop.every_after)
 
     loop_lines = before + fill(loop.setup) + header + ["    " + line for line in body] + fill(loop.after)
     if context == "epoch":

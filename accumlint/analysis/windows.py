@@ -102,7 +102,8 @@ def parse_gate(test: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) 
             return None
         if isinstance(test.operator, cst.Or):
             return replace(gate, end_clause=True) if gate.positive else None
-        return gate if gate.positive else None
+        # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
+        return gate if gate.positive else replace(gate, end_clause=True)
     if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
         gate = parse_gate(test.expression, scope, at, depth + 1)
         if gate is None:

@@ -38,6 +38,7 @@ def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, 
             first[occurrence.name] = occurrence
     loop_graph = backward_ancestry(scope, events, only=lambda e: loop.contains(e.stmt) and not e.helper)
     backward_stmts = {id(e.stmt) for e in events if e.kind == BACKWARD and loop.contains(e.stmt)}
+    last_backward = max(e.order for e in events if e.kind == BACKWARD and loop.contains(e.stmt))
     for name, occurrence in first.items():
         if occurrence.write or occurrence.detached or not occurrence.in_call_arg:
             continue
@@ -46,7 +47,11 @@ def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, 
         inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
         if not inside or any(d.kind not in {"assign", "unpack"} for d in inside):
             continue  # in-place detach_, loop targets, augmented updates: not a carried model state
-        if all(facts.flow._definition_carries(d, 0) for d in inside):
+        # What reaches the next iteration: the assignments after the last backward when there
+        # are any (`inp = out` after backward), else all of them.
+        after = [d for d in inside if d.order > last_backward]
+        deciding = after[-1:] if after else inside
+        if all(facts.flow._definition_carries(d, 0) for d in deciding):
             carried[name] = inside
     return carried
 
@@ -98,7 +103,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 reported.add(id(stmt.node))
                 names = ", ".join(f"`{n}`" for n, _ in group)
                 fix = None
-                anchor = statement_line(backwards[-1].stmt)
+                # After the backward, and after the state's last assignment when that comes later.
+                last = max([backwards[-1].stmt] + [d.stmt for _, d in group], key=lambda s: s.order)
+                anchor = statement_line(last)
                 if anchor is not None:
                     lines, safe = [], True
                     for name, definition in group:

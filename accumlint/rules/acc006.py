@@ -7,6 +7,7 @@ from typing import Iterator
 import libcst as cst
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.events import BACKWARD, STEP, retains_graph
 from accumlint.model import Fix, Violation
 
@@ -20,6 +21,21 @@ def _without_retain_graph(call: cst.Call) -> cst.Call:
     return call.with_changes(args=args)
 
 
+def _shares_outer_graph(event, inner, sf, facts: ModuleFacts) -> bool:
+    """The backward runs through a graph built outside the inner loop (shared features, a list of
+    losses), not one built fresh in each inner iteration (a micro-step loop)."""
+    for name in backward_ancestry(sf.scope, [event]):
+        for definition in sf.scope.definitions(name):
+            if inner.contains(definition.stmt) or not definition.stmt.loops:
+                continue
+            if definition.kind in {"assign", "unpack"} and facts.flow._definition_carries(definition, 0):
+                return True
+            if definition.kind == "for" and definition.stmt.loops[-1] is inner:
+                return True
+    return any(d.kind == "for" and inner.contains(d.stmt) and d.stmt.node is inner.node
+               for name in backward_ancestry(sf.scope, [event]) for d in sf.scope.definitions(name))
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for event in sf.events:
@@ -29,8 +45,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             innermost = event.stmt.loops[-1]
             if innermost is not outer and not any(
                 e.kind == STEP and innermost.contains(e.stmt) for e in sf.events
-            ):
-                continue  # one backward per task or loss of a shared graph: the repeats need it
+            ) and _shares_outer_graph(event, innermost, sf, facts):
+                continue  # one backward per task or head of a shared graph: the repeats need it
             others = [
                 e for e in sf.events
                 if e.kind == BACKWARD and e is not event and outer.contains(e.stmt)

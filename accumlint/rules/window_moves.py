@@ -18,7 +18,7 @@ def move_into_step_block(
     """Remove the statement of `event` and, unless the block already does the same, re-insert it
     after the last statement of the step block whose event kind is in `anchors`."""
     line = lone_statement(event.stmt)
-    if line is None or window.form == "continue":
+    if line is None:
         return None
     in_block = [e for e in events if e.kind in anchors and window.in_step_block(e.stmt)]
     if not in_block:
