@@ -1,8 +1,8 @@
 """Seeds 000/002, second answer's form: the RNN decoder keeps the whole sequence's history and
 calls backward once per batch (full BPTT, intended), with AMP and gradient accumulation.
 
-Each token loss is averaged over the sequence but the batch loss is never divided by the
-number of accumulation steps, so every step applies k times the mean gradient."""
+The token losses are summed over the sequence, but the batch loss is never divided by the
+number of accumulation steps, so every step applies k times the gradient it should."""
 import torch
 import torch.nn as nn
 from torch.utils.data import DataLoader, TensorDataset
@@ -43,7 +43,7 @@ for epoch in range(2):
         for i in range(target_len):
             with torch.autocast(device, dtype=torch.float16):
                 output, decoder_hidden = model(decoder_input, decoder_hidden)
-                item_loss = criterion(output, target[:, i]) / target_len
+                item_loss = criterion(output, target[:, i])
             _, topi = output.topk(1)
             decoder_input = topi.squeeze(1)
             loss += item_loss

@@ -42,7 +42,7 @@ for epoch in range(2):
         for i in range(target_len):
             with torch.autocast(device, dtype=torch.float16):
                 output, decoder_hidden = model(decoder_input, decoder_hidden)
-                item_loss = criterion(output, target[:, i]) / target_len
+                item_loss = criterion(output, target[:, i])
             _, topi = output.topk(1)
             decoder_input = topi.squeeze(1)
             loss += item_loss

@@ -1,0 +1,51 @@
+"""The confirmation the mission asks for: `accumlint check --fix` (with --unsafe-fixes where
+the fix is marked unsafe) applied to each buggy scenario gives code that `accumlint run` then
+passes. Depends on the static checker (`python -m accumlint check`)."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import ROOT, subprocess_env
+from runtime_checks import SCENARIOS
+
+BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_run.py")
+
+
+@pytest.fixture(scope="module")
+def fixed_by_static(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fixed")
+    paths, outputs = {}, {}
+    for scenario in SCENARIOS:
+        path = tmp / f"{scenario.name}.py"
+        shutil.copy(scenario.path("buggy"), path)
+        args = ["--fix", "--unsafe-fixes"] if scenario.unsafe_fix else ["--fix"]
+        proc = subprocess.run([sys.executable, "-m", "accumlint", "check", *args, str(path)],
+                              capture_output=True, text=True, env=subprocess_env(), cwd=ROOT)
+        paths[scenario.name] = str(path)
+        outputs[scenario.name] = proc
+    half = len(SCENARIOS) // 2
+    groups = [list(paths.values())[:half], list(paths.values())[half:]]
+    runs = {}
+    for group in groups:
+        proc = subprocess.run([sys.executable, BATCH, *group], capture_output=True, text=True,
+                              env=subprocess_env(), cwd=ROOT, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        runs.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    return paths, outputs, runs
+
+
+@pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
+def test_static_fix_passes_the_runtime_check(fixed_by_static, scenario):
+    paths, outputs, runs = fixed_by_static
+    check = outputs[scenario.name]
+    assert check.returncode == 0, check.stdout + check.stderr  # nothing left after --fix
+    with open(paths[scenario.name]) as fixed, open(scenario.path("buggy")) as buggy:
+        assert fixed.read() != buggy.read()
+    result = runs[paths[scenario.name]]
+    assert result["findings"] == [], result["stdout"][-2000:]
+    assert result["status"] == 0, result["stdout"][-2000:]
