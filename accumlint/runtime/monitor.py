@@ -542,7 +542,7 @@ class Monitor:
             srec.extra_site = srec.extra_site or Site.here()
         srec.updates_at_step = self.total_steps
 
-    def update_failed(self, error: RuntimeError) -> Optional[str]:
+    def update_failed(self, error: Exception) -> Optional[str]:
         if NO_INF_CHECKS not in str(error):
             return None
         message = ("scaler.update() runs before any scaler.step() of the window: call it once "

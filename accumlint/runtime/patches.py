@@ -159,10 +159,10 @@ class Installation:
             def update(scaler, *args, **kwargs):
                 try:
                     result = original(scaler, *args, **kwargs)
-                except RuntimeError as error:
+                except (RuntimeError, AssertionError) as error:  # 2.13 raises AssertionError here
                     hint = mon.update_failed(error)
                     if hint:
-                        raise RuntimeError(str(error) + hint) from error
+                        raise type(error)(str(error) + hint) from error
                     raise
                 mon.updated(scaler)
                 return result
