@@ -49,25 +49,8 @@ def fake_acc009(facts):
 
 FAKE_RULES = {"ACC001": fake_acc001, "ACC006": fake_acc006, "ACC009": fake_acc009}
 
-BUGGY = """\
-for i, (x, y) in enumerate(loader):
-    loss = criterion(model(x), y)
-    loss.backward()
-    if (i + 1) % accum_steps == 0:
-        optimizer.step()
-        optimizer.zero_grad()
-"""
+from cli_samples import BUGGY, CLEAN, FIXED  # noqa: E402,F401  (re-exported for fixtures)
 
-FIXED = BUGGY.replace("    loss.backward()", "    (loss / accum_steps).backward()")
-
-CLEAN = """\
-for i, (x, y) in enumerate(loader):
-    loss = criterion(model(x), y) / accum_steps
-    loss.backward()
-    if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
-        optimizer.step()
-        optimizer.zero_grad()
-"""
 
 
 @pytest.fixture

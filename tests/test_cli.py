@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import BUGGY, FIXED
+from cli_samples import BUGGY, FIXED
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
 

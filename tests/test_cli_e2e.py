@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from conftest import BUGGY, CLEAN
+from cli_samples import BUGGY, CLEAN
 
 
 def test_buggy_loop_reports_acc001_and_acc005(project, invoke):

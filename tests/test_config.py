@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from conftest import BUGGY
+from cli_samples import BUGGY
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import BUGGY
+from cli_samples import BUGGY
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from conftest import BUGGY
+from cli_samples import BUGGY
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
 

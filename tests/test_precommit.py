@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import BUGGY, CLEAN
+from cli_samples import BUGGY, CLEAN
 
 ROOT = Path(__file__).resolve().parent.parent
 PRE_COMMIT = str(Path(sys.executable).with_name("pre-commit"))
