@@ -13,7 +13,7 @@ from typing import Any, Optional
 import torch
 
 from accumlint.runtime import graph, torch_private as tp, verdicts
-from accumlint.runtime.findings import Findings, Site, user_frames
+from accumlint.runtime.findings import Findings, Site
 from accumlint.runtime.frames import graph_variables, write_site
 
 SECOND_BACKWARD = "backward through the graph a second time"

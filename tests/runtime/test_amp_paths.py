@@ -3,8 +3,6 @@
 import json
 import textwrap
 
-import pytest
-
 from accumlint.runtime.runner import RunConfig, run
 
 LOOP = """

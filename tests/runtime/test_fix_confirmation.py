@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from conftest import ROOT, subprocess_env
+from runtime_helpers import ROOT, subprocess_env
 from runtime_checks import SCENARIOS
 
 BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_run.py")

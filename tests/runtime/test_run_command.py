@@ -9,7 +9,7 @@ import textwrap
 import pytest
 from click.testing import CliRunner
 
-from conftest import ROOT, accumlint_run, subprocess_env
+from runtime_helpers import ROOT, accumlint_run, subprocess_env
 from runtime_checks import SCENARIOS
 
 BY_NAME = {s.name: s for s in SCENARIOS}
@@ -131,3 +131,10 @@ def test_torchrun_ddp_no_sync(tmp_path, buggy):
     else:
         assert reports == [[], []], proc.stdout
         assert proc.returncode == 0, proc.stderr[-2000:]
+
+def test_registering_the_command_does_not_import_torch():
+    code = ("import sys; import accumlint.runtime.cli, accumlint.run; "
+            "print('torch' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          env=subprocess_env(), cwd=ROOT)
+    assert proc.stdout.strip() == "False", proc.stderr

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from conftest import ROOT, subprocess_env
+from runtime_helpers import ROOT, subprocess_env
 from runtime_checks import CONTROLS, SCENARIOS, control_path
 
 BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_run.py")
