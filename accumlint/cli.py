@@ -142,11 +142,13 @@ so pre-commit honours them.
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Use this pyproject.toml or TOML file instead of searching for one.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the results cache (.accumlint_cache).")
+@click.option("--jobs", "-j", "worker_count", type=click.IntRange(min=1), default=None, metavar="N",
+              help="Worker processes (default: the usable cores; few files are checked in-process).")
 @click.option("-v", "--verbose", is_flag=True, help="Say which configuration and files are used; "
               "show tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="accumlint", message="%(prog)s %(version)s")
 def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_fixes, output_format,
-          statistics, exit_zero, config_file, no_cache, verbose) -> None:
+          statistics, exit_zero, config_file, no_cache, worker_count, verbose) -> None:
     """Check Python files (folders are searched recursively) for accumulation bugs."""
     from accumlint.checking import Mode, Outcome, run_file
     from accumlint.config import ConfigError, Resolver, Selection
@@ -173,7 +175,11 @@ def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_
     if mode.fixing:
         outcomes = [run_file(filename, codes, mode) for filename, codes in jobs]
     else:
-        outcomes = [Outcome(result) for result in _check_all(jobs, use_cache=not no_cache)]
+        with_edits = output_format in EDIT_FORMATS
+        outcomes = [
+            Outcome(result)
+            for result in _check_all(jobs, use_cache=not no_cache, workers=worker_count, with_edits=with_edits)
+        ]
     results = sorted((o.result for o in outcomes), key=lambda r: r.filename)
 
     errors = list(found.errors) + [r.error for r in results if r.error is not None]
@@ -211,7 +217,9 @@ def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_
     sys.exit(EXIT_CLEAN)
 
 
-def _check_all(jobs: list[tuple[str, frozenset[str]]], use_cache: bool) -> list:
+def _check_all(
+    jobs: list[tuple[str, frozenset[str]]], use_cache: bool, workers: Optional[int] = None, with_edits: bool = True
+) -> list:
     """Check files in parallel, through the content-hash cache; one batch per rule selection
     (per-file-ignores can give files different selections)."""
     import os
@@ -226,8 +234,9 @@ def _check_all(jobs: list[tuple[str, frozenset[str]]], use_cache: bool) -> list:
     results = []
     root = result_cache.find_project_root(Path(os.getcwd()))
     for codes, filenames in batches.items():
-        store = result_cache.Cache(root, result_cache.fingerprint(codes)) if use_cache else None
-        results.extend(check_files(filenames, codes, cache=store))
+        mode = "check" if with_edits else "check-no-edits"
+        store = result_cache.Cache(root, result_cache.fingerprint(codes, mode)) if use_cache else None
+        results.extend(check_files(filenames, codes, jobs=workers, cache=store, with_edits=with_edits))
     return results
 
 
@@ -244,6 +253,10 @@ def _diff_summary(report) -> None:
         was = "fix" if hidden == 1 else "fixes"
         line += f" {hidden} hidden {was} can be enabled with the `--unsafe-fixes` option."
     _error(line)
+
+
+# Formats that print each fix's text edits; the others need only its message and safety.
+EDIT_FORMATS = {"json", "sarif"}
 
 
 # -- rule --------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import libcst as cst
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from accumlint.analysis import analyse
+from accumlint.analysis.exprs import walk
 from accumlint.fixer import apply_changes, compatible_fixes, merge, text_edits
 from accumlint.model import FileError, FileResult, Finding, FixSummary, Location, Violation
 from accumlint.registry import RULES
@@ -19,6 +20,7 @@ Source = Union[str, bytes]
 
 ALL_CODES = frozenset(RULES)
 MAX_FIX_ROUNDS = 8
+MAX_LINES = 100_000  # LibCST's time grows faster than linearly on huge generated files
 
 # Every rule needs a backward pass or an optimizer step in sight; files without either are
 # only syntax-checked (with the fast C parser), never analysed.
@@ -40,13 +42,18 @@ def _text(source: Source) -> str:
         return source.decode("utf-8", errors="replace")
 
 
-def _parse(source: Source) -> cst.Module:
+def _parse(source: Source, filename: str) -> cst.Module:
+    # CPython's parser first: it refuses in milliseconds the deeply nested input on which
+    # LibCST's recursive parser crashes the process or runs for minutes.
+    _quick_syntax_check(source, filename)
+    lines = source.count(b"\n" if isinstance(source, bytes) else "\n")
+    if lines > MAX_LINES:
+        raise SourceError(f"too large to analyse: {lines} lines (the limit is {MAX_LINES})")
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as exc:
         # CPython's parser words syntax errors best; LibCST's message is the fallback for
         # code that CPython accepts but LibCST cannot read.
-        _quick_syntax_check(source, "<checked file>")
         raise SourceError(f"cannot parse at {exc.raw_line}:{exc.raw_column + 1}: {exc.message}") from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise SourceError(f"cannot decode: {exc}") from None
@@ -58,6 +65,8 @@ def _quick_syntax_check(source: Source, filename: str) -> None:
     try:
         compile(source, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
     except SyntaxError as exc:
+        if not exc.lineno:  # raised before any line was read: an encoding problem
+            raise SourceError(f"cannot decode: {exc.msg}") from None
         raise SourceError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
     except (ValueError, UnicodeDecodeError) as exc:  # null bytes, undecodable text
         raise SourceError(f"cannot parse: {exc}") from None
@@ -91,18 +100,62 @@ def _violations(module: cst.Module, select: Collection[str]) -> list[Violation]:
 
 
 class _Located:
-    """Positions are computed only for files that have something to report."""
+    """Positions, computed only for files that have something to report, and only for the
+    top-level statements that hold a finding: LibCST's PositionProvider re-renders whatever it
+    is given, and rendering a whole module costs as much as parsing it."""
 
     def __init__(self, module: cst.Module) -> None:
-        wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-        self.positions = wrapper.resolve(PositionProvider)
-        self.lines = module.code.splitlines()
+        self.module = module
+        self.code = module.code
+        self.lines = self.code.splitlines()
+        self._statement_lines: Optional[list[int]] = None
+        self._spans: dict[int, tuple[cst.CSTNode, object]] = {}
+
+    def _first_lines(self) -> list[int]:
+        """The line each top-level LibCST statement starts on, from CPython's parser."""
+        if self._statement_lines is None:
+            tree = ast.parse(self.code)
+            lines, index = [], 0
+            for statement in self.module.body:
+                if index >= len(tree.body):
+                    raise LookupError("statements do not line up")
+                node = tree.body[index]
+                decorators = getattr(node, "decorator_list", None)
+                lines.append(min([node.lineno] + [d.lineno for d in decorators or []]))
+                index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+            if index != len(tree.body):
+                raise LookupError("statements do not line up")
+            self._statement_lines = lines
+        return self._statement_lines
+
+    def _locate_in_statement(self, node: cst.CSTNode) -> None:
+        for position, statement in enumerate(self.module.body):
+            if not any(current is node for current in walk(statement, skip_scopes=False)):
+                continue
+            piece = cst.Module(body=[statement], header=[], footer=[])
+            spans = MetadataWrapper(piece, unsafe_skip_copy=True).resolve(PositionProvider)
+            first = statement.decorators[0] if getattr(statement, "decorators", None) else statement
+            shift = self._first_lines()[position] - spans[first].start.line
+            for current, span in spans.items():
+                self._spans[id(current)] = (current, (span, shift))
+            return
+        raise LookupError("node is not in the module")
 
     def range_of(self, node: cst.CSTNode) -> tuple[Location, Location]:
-        span = self.positions[node]
+        known = self._spans.get(id(node))
+        if known is None or known[0] is not node:
+            try:
+                self._locate_in_statement(node)
+            except (LookupError, SyntaxError, RecursionError):
+                # Fall back to positions over the whole module.
+                spans = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+                for current, span in spans.items():
+                    self._spans[id(current)] = (current, (span, 0))
+            known = self._spans[id(node)]
+        span, shift = known[1]
         return (
-            Location(span.start.line, span.start.column + 1),
-            Location(span.end.line, span.end.column + 1),
+            Location(span.start.line + shift, span.start.column + 1),
+            Location(span.end.line + shift, span.end.column + 1),
         )
 
     def noqa(self, violation: Violation, start: Location) -> bool:
@@ -126,14 +179,15 @@ def _located_violations(
     return kept
 
 
-def _finding(module: cst.Module, filename: str, violation: Violation, start, end) -> Finding:
+def _finding(module: cst.Module, filename: str, violation: Violation, start, end, with_edits: bool) -> Finding:
     summary: Optional[FixSummary] = None
     if violation.fix is not None:
-        fixed = apply_changes(module, violation.fix.changes)
+        # Rendering a fix's edits rewrites the whole module: only when the output shows them.
+        edits = text_edits(module.code, apply_changes(module, violation.fix.changes).code) if with_edits else ()
         summary = FixSummary(
             message=violation.fix.message,
             applicability=violation.fix.applicability,
-            edits=text_edits(module.code, fixed.code),
+            edits=edits,
         )
     return Finding(
         code=violation.code,
@@ -146,24 +200,33 @@ def _finding(module: cst.Module, filename: str, violation: Violation, start, end
     )
 
 
-def _check_module(module: cst.Module, filename: str, select: Collection[str]) -> list[Finding]:
+def _check_module(
+    module: cst.Module, filename: str, select: Collection[str], with_edits: bool = True
+) -> list[Finding]:
     return [
-        _finding(module, filename, violation, start, end)
+        _finding(module, filename, violation, start, end, with_edits)
         for violation, start, end in _located_violations(module, select)
     ]
 
 
-def check_source(source: Source, filename: str, select: Collection[str] = ALL_CODES) -> FileResult:
-    """Report the findings in one file's text. Never raises on bad input."""
+def check_source(
+    source: Source, filename: str, select: Collection[str] = ALL_CODES, with_edits: bool = True
+) -> FileResult:
+    """Report the findings in one file's text. Never raises on bad input.
+
+    `with_edits=False` leaves each fix's `edits` empty (its message and safety stay): text output
+    does not show them and computing them costs a rewrite of the module per fix."""
     result = FileResult(filename=filename)
     try:
         if not _might_have_findings(source):
             _quick_syntax_check(source, filename)
             return result
-        module = _parse(source)
-        result.findings = _check_module(module, filename, select)
+        module = _parse(source, filename)
+        result.findings = _check_module(module, filename, select, with_edits)
     except SourceError as exc:
         result.error = FileError(filename, str(exc))
+    except RecursionError:
+        result.error = FileError(filename, "expression nested too deeply to analyse")
     return result
 
 
@@ -187,7 +250,7 @@ def fix_source(
         if not _might_have_findings(source):
             _quick_syntax_check(source, filename)
             return result
-        module = _parse(source)
+        module = _parse(source, filename)
         original = module
         for _ in range(MAX_FIX_ROUNDS):
             fixes = [
@@ -211,5 +274,8 @@ def fix_source(
             result.fixed_source = _render(module, source)
     except SourceError as exc:
         result.error = FileError(filename, str(exc))
+        result.fixed_source = None
+    except RecursionError:
+        result.error = FileError(filename, "expression nested too deeply to analyse")
         result.fixed_source = None
     return result

@@ -82,7 +82,7 @@ def _compiles(data: bytes, filename: str) -> Optional[FileError]:
     return None
 
 
-def check_bytes(data: bytes, filename: str, select: Collection[str]) -> FileResult:
+def check_bytes(data: bytes, filename: str, select: Collection[str], with_edits: bool = True) -> FileResult:
     """One file's check; a notebook goes cell by cell. Never raises."""
     try:
         if filename.endswith(".ipynb"):
@@ -92,7 +92,7 @@ def check_bytes(data: bytes, filename: str, select: Collection[str]) -> FileResu
         refused = _compiles(data, filename)
         if refused is not None:
             return FileResult(filename, error=refused)
-        return check_source(data, filename, select)
+        return check_source(data, filename, select, with_edits)
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "expression nested too deeply to check"))
     except Exception as exc:  # an accumlint bug must cost one file, not the run
@@ -100,9 +100,11 @@ def check_bytes(data: bytes, filename: str, select: Collection[str]) -> FileResu
         return FileResult(filename, error=FileError(filename, message))
 
 
-def _check_chunk(chunk: list[tuple[str, bytes]], select: frozenset[str]) -> list[FileResult]:
+def _check_chunk(
+    chunk: list[tuple[str, bytes]], select: frozenset[str], with_edits: bool = True
+) -> list[FileResult]:
     # Top level and plain arguments: picklable under spawn and forkserver.
-    return [check_bytes(data, filename, select) for filename, data in chunk]
+    return [check_bytes(data, filename, select, with_edits) for filename, data in chunk]
 
 
 def _chunks(items: list[tuple[str, bytes]], count: int) -> list[list[tuple[str, bytes]]]:
@@ -128,18 +130,20 @@ def _pool_context():
     return multiprocessing.get_context("spawn")
 
 
-def _run_pool(work: list[tuple[str, bytes]], select: frozenset[str], jobs: int) -> list[FileResult]:
+def _run_pool(
+    work: list[tuple[str, bytes]], select: frozenset[str], jobs: int, with_edits: bool = True
+) -> list[FileResult]:
     chunks = _chunks(work, min(len(work), jobs * CHUNKS_PER_JOB))
     results: list[FileResult] = []
     try:
         with ProcessPoolExecutor(max_workers=min(jobs, len(chunks)), mp_context=_pool_context()) as pool:
-            for chunk_results in pool.map(_check_chunk, chunks, [select] * len(chunks)):
+            for chunk_results in pool.map(_check_chunk, chunks, [select] * len(chunks), [with_edits] * len(chunks)):
                 results.extend(chunk_results)
     except (BrokenProcessPool, OSError, RuntimeError):
         # A worker died (out of memory, killed) or processes cannot start here (sandbox):
         # finish in this process what the pool did not return.
         done = {result.filename for result in results}
-        results.extend(_check_chunk([item for item in work if item[0] not in done], select))
+        results.extend(_check_chunk([item for item in work if item[0] not in done], select, with_edits))
     return results
 
 
@@ -148,6 +152,7 @@ def check_files(
     select: Collection[str] = ALL_CODES,
     jobs: Optional[int] = None,
     cache=None,
+    with_edits: bool = True,
 ) -> list[FileResult]:
     """Check every path; one FileResult per path (duplicates merged), sorted by filename.
 
@@ -172,9 +177,9 @@ def check_files(
                 continue
         work.append((name, data))
     if len(work) < IN_PROCESS_BELOW or jobs == 1:
-        fresh = _check_chunk(work, select)
+        fresh = _check_chunk(work, select, with_edits)
     else:
-        fresh = _run_pool(work, select, jobs)
+        fresh = _run_pool(work, select, jobs, with_edits)
     for result in fresh:
         results[result.filename] = result
         if cache is not None and _cacheable(result):

@@ -98,7 +98,7 @@ def test_duplicates_and_path_types_collapse(tmp_path):
 def test_an_internal_error_costs_one_file(tmp_path, monkeypatch):
     paths = _tree(tmp_path, 3)
 
-    def explode(source, filename, select):
+    def explode(source, filename, select, with_edits=True):
         if filename.endswith("m01.py"):
             raise ValueError("boom\nsecond line")
         return parallel.FileResult(filename)

@@ -8,14 +8,30 @@ from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import names_in
 
 
+_MEMO: dict[int, tuple[Event, frozenset[str]]] = {}
+
+
 def backward_ancestry(scope: Scope, events: list[Event], only=None) -> set[str]:
     """Names read on the way to the tensors of the backward events (optionally those `only` keeps)."""
     found: set[str] = set()
-    pending: list[tuple[str, int]] = []
     for event in events:
         if event.kind != BACKWARD or event.tensor is None or (only is not None and not only(event)):
             continue
-        pending.extend((name, event.order) for name in names_in(event.tensor))
+        memo = _MEMO.get(id(event))
+        if memo is None or memo[0] is not event:
+            memo = (event, frozenset(_ancestry_of(scope, event)))
+            _MEMO[id(event)] = memo
+        found |= memo[1]
+    return found
+
+
+def forget_ancestry() -> None:
+    _MEMO.clear()
+
+
+def _ancestry_of(scope: Scope, event: Event) -> set[str]:
+    found: set[str] = set()
+    pending: list[tuple[str, int]] = [(name, event.order) for name in names_in(event.tensor)]
     seen: set[tuple[str, int]] = set()
     while pending:
         name, before = pending.pop()

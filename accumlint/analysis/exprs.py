@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator, Optional
 
 import libcst as cst
@@ -74,16 +75,45 @@ def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
     return iter(node.children)
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(cls: type) -> tuple[str, ...]:
+    names = _CHILD_FIELDS.get(cls)
+    if names is None:
+        names = tuple(f.name for f in dataclasses.fields(cls) if f.name not in _NON_CHILD_FIELDS)
+        _CHILD_FIELDS[cls] = names
+    return names
+
+
+# Whitespace and punctuation never hold names or calls; skipping them keeps the walk cheap.
+_NON_CHILD_FIELDS = frozenset({
+    "lpar", "rpar", "whitespace_before", "whitespace_after", "whitespace_after_func",
+    "whitespace_before_args", "whitespace_after_star", "whitespace_after_arg", "comma", "dot",
+    "equal", "semicolon", "leading_lines", "trailing_whitespace", "header", "footer", "indent",
+    "operator", "colon", "lbracket", "rbracket", "lbrace", "rbrace",
+})
+
+
 def walk(node: cst.CSTNode, skip_scopes: bool = True) -> Iterator[cst.CSTNode]:
-    """Every node under `node` (itself included), not entering nested functions or lambdas."""
+    """Every node under `node` (itself included), not entering nested functions or lambdas.
+
+    Reads the dataclass fields directly: LibCST's `children` property re-visits the node and
+    costs far more than the walk itself."""
     stack = [node]
+    scopes = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
     while stack:
         current = stack.pop()
         yield current
-        for child in reversed(current.children):
-            if skip_scopes and isinstance(child, (cst.FunctionDef, cst.Lambda, cst.ClassDef)):
-                continue
-            stack.append(child)
+        for name in _child_fields(type(current)):
+            value = getattr(current, name)
+            if isinstance(value, cst.CSTNode):
+                if not (skip_scopes and isinstance(value, scopes)):
+                    stack.append(value)
+            elif isinstance(value, (list, tuple)):
+                for item in value:
+                    if isinstance(item, cst.CSTNode) and not (skip_scopes and isinstance(item, scopes)):
+                        stack.append(item)
 
 
 def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
@@ -92,15 +122,28 @@ def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
             yield current
 
 
-def names_in(expr: cst.CSTNode) -> set[str]:
+_NAMES: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}
+
+
+def forget_names() -> None:
+    """Drop the memo of names_in (called once per analysed module)."""
+    _NAMES.clear()
+
+
+def names_in(expr: cst.CSTNode) -> frozenset[str]:
     """Dotted names read in an expression: `a.b.c(x)` gives `a.b.c`, `a.b`, `a` and `x`."""
+    memo = _NAMES.get(id(expr))
+    if memo is not None and memo[0] is expr:
+        return memo[1]
     found: set[str] = set()
     for current in walk(expr):
         if isinstance(current, (cst.Name, cst.Attribute)):
             name = dotted(current)
             if name is not None:
                 found.add(name)
-    return found
+    result = frozenset(found)
+    _NAMES[id(expr)] = (expr, result)  # the node is kept alive, so its id cannot be reused
+    return result
 
 
 def mentions(expr: cst.CSTNode, names: set[str]) -> bool:

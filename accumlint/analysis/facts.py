@@ -9,6 +9,8 @@ import libcst as cst
 from accumlint.analysis.collect import Collected, Loop, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import Event, collect_events
+from accumlint.analysis.ancestry import forget_ancestry
+from accumlint.analysis.exprs import forget_names
 from accumlint.analysis.roles import Roles, infer_roles
 from accumlint.analysis.windows import Window, find_windows
 
@@ -44,6 +46,8 @@ class ModuleFacts:
 
 
 def analyse(module: cst.Module) -> ModuleFacts:
+    forget_names()
+    forget_ancestry()
     collected = collect(module)
     roles = infer_roles(collected)
     events = collect_events(collected, roles)

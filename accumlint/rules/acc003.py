@@ -11,7 +11,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
-from accumlint.analysis.exprs import dotted
+from accumlint.analysis.exprs import dotted, strip_parens
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import after, new_line, statement_line
 
@@ -78,8 +78,11 @@ def _detach_statement(name: str, definition: Definition, scope: Scope, loop: Loo
     if cls in _TENSOR_STATE:
         return f"{name} = {name}.detach()", True
     before = [d for d in scope.definitions(name) if d.order < loop.first_order and d.kind == "assign"]
-    if before and isinstance(before[-1].value, cst.Call):
-        if (dotted(before[-1].value.func) or "").rsplit(".", 1)[-1] in _FACTORIES:
+    if before:
+        initial = strip_parens(before[-1].value)
+        if isinstance(initial, (cst.Tuple, cst.List)):  # `hidden = (h0, c0)`
+            return f"{name} = tuple(s.detach() for s in {name})", True
+        if isinstance(initial, cst.Call) and (dotted(initial.func) or "").rsplit(".", 1)[-1] in _FACTORIES:
             return f"{name} = {name}.detach()", True
     return f"{name} = {name}.detach()", False
 
