@@ -65,23 +65,6 @@ def read_source(filename: str) -> Union[bytes, FileError]:
     return data
 
 
-def _compiles(data: bytes, filename: str) -> Optional[FileError]:
-    """CPython's parser first: LibCST 1.9 crashes the process (SIGSEGV) on ~1,500 nested
-    brackets and needs minutes or overflows the stack on 20,000-term chains, which CPython
-    refuses in milliseconds. It also names syntax errors more precisely."""
-    try:
-        compile(data, filename, "exec", flags=ast.PyCF_ONLY_AST, dont_inherit=True)
-    except SyntaxError as exc:
-        if not exc.lineno or not exc.offset or exc.offset < 1:  # decoding fails before line 1
-            return FileError(filename, f"cannot decode: {exc.msg}")
-        return FileError(filename, f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}")
-    except (RecursionError, MemoryError):
-        return FileError(filename, "nested too deeply to parse")
-    except ValueError as exc:  # null bytes
-        return FileError(filename, f"cannot parse: {exc}")
-    return None
-
-
 def check_bytes(data: bytes, filename: str, select: Collection[str], with_edits: bool = True) -> FileResult:
     """One file's check; a notebook goes cell by cell. Never raises."""
     try:
@@ -89,9 +72,6 @@ def check_bytes(data: bytes, filename: str, select: Collection[str], with_edits:
             from accumlint.notebook import check_notebook
 
             return check_notebook(data, filename, select).as_file_result()
-        refused = _compiles(data, filename)
-        if refused is not None:
-            return FileResult(filename, error=refused)
         return check_source(data, filename, select, with_edits)
     except RecursionError:
         return FileResult(filename, error=FileError(filename, "expression nested too deeply to check"))
