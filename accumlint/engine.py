@@ -7,11 +7,10 @@ import re
 from typing import Collection, Optional, Union
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from accumlint.analysis import analyse
-from accumlint.analysis.exprs import walk
 from accumlint.fixer import apply_changes, compatible_fixes, merge, text_edits
+from accumlint.positions import Positions
 from accumlint.model import FileError, FileResult, Finding, FixSummary, Location, Violation
 from accumlint.registry import RULES
 from accumlint.rules import RULE_CHECKS
@@ -100,63 +99,15 @@ def _violations(module: cst.Module, select: Collection[str]) -> list[Violation]:
 
 
 class _Located:
-    """Positions, computed only for files that have something to report, and only for the
-    top-level statements that hold a finding: LibCST's PositionProvider re-renders whatever it
-    is given, and rendering a whole module costs as much as parsing it."""
+    """Positions and noqa comments, looked up only for files that have something to report."""
 
     def __init__(self, module: cst.Module) -> None:
-        self.module = module
-        self.code = module.code
-        self.lines = self.code.splitlines()
-        self._statement_lines: Optional[list[int]] = None
-        self._spans: dict[int, tuple[cst.CSTNode, object]] = {}
-
-    def _first_lines(self) -> list[int]:
-        """The line each top-level LibCST statement starts on, from CPython's parser."""
-        if self._statement_lines is None:
-            tree = ast.parse(self.code)
-            lines, index = [], 0
-            for statement in self.module.body:
-                if index >= len(tree.body):
-                    raise LookupError("statements do not line up")
-                node = tree.body[index]
-                decorators = getattr(node, "decorator_list", None)
-                lines.append(min([node.lineno] + [d.lineno for d in decorators or []]))
-                index += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
-            if index != len(tree.body):
-                raise LookupError("statements do not line up")
-            self._statement_lines = lines
-        return self._statement_lines
-
-    def _locate_in_statement(self, node: cst.CSTNode) -> None:
-        for position, statement in enumerate(self.module.body):
-            if not any(current is node for current in walk(statement, skip_scopes=False)):
-                continue
-            piece = cst.Module(body=[statement], header=[], footer=[])
-            spans = MetadataWrapper(piece, unsafe_skip_copy=True).resolve(PositionProvider)
-            first = statement.decorators[0] if getattr(statement, "decorators", None) else statement
-            shift = self._first_lines()[position] - spans[first].start.line
-            for current, span in spans.items():
-                self._spans[id(current)] = (current, (span, shift))
-            return
-        raise LookupError("node is not in the module")
+        self.positions = Positions(module)
+        self.lines = module.code.splitlines()
 
     def range_of(self, node: cst.CSTNode) -> tuple[Location, Location]:
-        known = self._spans.get(id(node))
-        if known is None or known[0] is not node:
-            try:
-                self._locate_in_statement(node)
-            except (LookupError, SyntaxError, RecursionError):
-                # Fall back to positions over the whole module.
-                spans = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
-                for current, span in spans.items():
-                    self._spans[id(current)] = (current, (span, 0))
-            known = self._spans[id(node)]
-        span, shift = known[1]
-        return (
-            Location(span.start.line + shift, span.start.column + 1),
-            Location(span.end.line + shift, span.end.column + 1),
-        )
+        start_line, start_column, end_line, end_column = self.positions.span(node)
+        return Location(start_line, start_column + 1), Location(end_line, end_column + 1)
 
     def noqa(self, violation: Violation, start: Location) -> bool:
         row = start.row - 1

@@ -78,6 +78,28 @@ CLEAN = {
             mfu = raw_model.estimate_mfu(batch_size * gradient_accumulation_steps, dt)
             running_mfu = mfu if running_mfu == -1.0 else 0.9 * running_mfu + 0.1 * mfu
     """,
+    # The module object is called, not differentiated: a loader unpacked beside it in
+    # `model, loader = prepare(...)` and re-bound every epoch is no recurrent state.
+    "loader_unpacked_with_the_model": """
+        model, loader = prepare(model, loader)
+        for epoch in range(3):
+            loader = skip(loader)
+            for batch in loader:
+                loss = model(batch)
+                loss.backward()
+                opt.step()
+                opt.zero_grad()
+    """,
+    # Zeroing at the start of each window (`i % k == 0`) runs once per window, like the step.
+    "zero_grad_at_window_start": """
+        for i, (x, y) in enumerate(loader):
+            if i % k == 0:
+                opt.zero_grad()
+            loss = crit(model(x), y) / k
+            loss.backward()
+            if (i + 1) % k == 0 or i + 1 == len(loader):
+                opt.step()
+    """,
 }
 
 
@@ -119,3 +141,26 @@ def test_k_bound_to_four_is_still_accumulation():
             opt.step()
             opt.zero_grad()
     """) == {("ACC001", 6)}
+
+
+def test_losses_kept_in_a_dict_of_lists_are_reported():
+    assert codes("""
+        epoch_losses = {"g": []}
+        for x in loader:
+            opt.zero_grad()
+            loss = model(x)
+            loss.backward()
+            opt.step()
+            epoch_losses["g"].append(loss)
+    """) == {("ACC002", 8)}
+
+
+def test_lightning_automatic_loss_kept_on_self_is_reported():
+    # Lightning backward-s what training_step returns; the list keeps every step's graph.
+    assert codes("""
+        class M(pl.LightningModule):
+            def training_step(self, batch, batch_idx):
+                loss = self.crit(self(batch[0]), batch[1])
+                self.losses.append(loss)
+                return loss
+    """) == {("ACC002", 5)}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.exprs import names_in
+from accumlint.analysis.exprs import data_names_in
 
 
 _MEMO: dict[int, tuple[Event, frozenset[str]]] = {}
@@ -31,7 +31,7 @@ def forget_ancestry() -> None:
 
 def _ancestry_of(scope: Scope, event: Event) -> set[str]:
     found: set[str] = set()
-    pending: list[tuple[str, int]] = [(name, event.order) for name in names_in(event.tensor)]
+    pending: list[tuple[str, int]] = [(name, event.order) for name in data_names_in(event.tensor)]
     seen: set[tuple[str, int]] = set()
     while pending:
         name, before = pending.pop()
@@ -42,5 +42,5 @@ def _ancestry_of(scope: Scope, event: Event) -> set[str]:
         base, updates = reaching(name, scope, before)
         for definition in ([base] if base is not None else []) + updates:
             if definition.value is not None and definition.kind in {"assign", "unpack", "aug", "inplace"}:
-                pending.extend((n, definition.order) for n in names_in(definition.value))
+                pending.extend((n, definition.order) for n in data_names_in(definition.value))
     return found

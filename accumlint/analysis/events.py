@@ -115,6 +115,23 @@ def _grad_set_to_none(scope: Scope) -> list[Event]:
     return found
 
 
+def lightning_manual(collected: Collected) -> bool:
+    """`self.automatic_optimization = False` somewhere in the file."""
+    return any(
+        name.endswith("automatic_optimization")
+        and any(isinstance(d.value, cst.Name) and d.value.value == "False" for d in definitions)
+        for scope in collected.scopes
+        for name, definitions in scope.defs.items()
+    )
+
+
+def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
+    """Under automatic optimisation Lightning runs backward on what training_step returns."""
+    if manual or scope.name != "training_step" or not any(b.endswith("LightningModule") for b in scope.class_bases):
+        return []
+    return [Event(BACKWARD, stmt, None, tensor=value, framework="lightning-auto") for value, stmt in scope.returns]
+
+
 def _helper_name(call: cst.Call) -> Optional[str]:
     """`f(...)` or `self.f(...)`: a call that may reach a function of this file."""
     if isinstance(call.func, cst.Name):
@@ -127,9 +144,11 @@ def _helper_name(call: cst.Call) -> Optional[str]:
 def collect_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:
     """Events per scope (keyed by id(scope)), helpers' events copied to their call sites."""
     direct: dict[int, list[Event]] = {}
+    manual = lightning_manual(collected)
     for scope in collected.scopes:
         events = [e for e in (classify(site, roles) for site in scope.calls) if e is not None]
         events.extend(_grad_set_to_none(scope))
+        events.extend(_lightning_returns(scope, manual))
         direct[id(scope)] = events
     # Kinds each local function performs (one level of helpers, then one more).
     summary: dict[str, set[str]] = {}

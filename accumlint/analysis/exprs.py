@@ -146,6 +146,36 @@ def names_in(expr: cst.CSTNode) -> frozenset[str]:
     return result
 
 
+def data_names_in(expr: cst.CSTNode) -> frozenset[str]:
+    """Like names_in, but leaves out what is called: in `model(x)` the graph flows from `x`,
+    not from the module object `model`."""
+    found: set[str] = set()
+    stack: list[cst.CSTNode] = [expr]
+    while stack:
+        current = stack.pop()
+        if isinstance(current, (cst.Name, cst.Attribute)):
+            name = dotted(current)
+            if name is not None:
+                found.add(name)
+                continue
+        if isinstance(current, cst.Call):
+            if isinstance(current.func, cst.Attribute):
+                stack.append(current.func.value)  # a method's receiver is data: `out.mean()`
+            elif not isinstance(current.func, cst.Name):
+                stack.append(current.func)
+            stack.extend(arg.value for arg in current.args)
+            continue
+        if isinstance(current, (cst.Lambda, cst.FunctionDef, cst.ClassDef)):
+            continue
+        for name in _child_fields(type(current)):
+            value = getattr(current, name)
+            if isinstance(value, cst.CSTNode):
+                stack.append(value)
+            elif isinstance(value, (list, tuple)):
+                stack.extend(item for item in value if isinstance(item, cst.CSTNode))
+    return frozenset(found)
+
+
 def mentions(expr: cst.CSTNode, names: set[str]) -> bool:
     return bool(names_in(expr) & names)
 

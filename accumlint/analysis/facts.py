@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Iterator
 
 import libcst as cst
 
 from accumlint.analysis.collect import Collected, Loop, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
-from accumlint.analysis.events import Event, collect_events
+from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis.exprs import forget_names
 from accumlint.analysis.roles import Roles, infer_roles
@@ -23,6 +24,19 @@ class ScopeFacts:
 
     def events_in(self, loop: Loop, *kinds: str) -> list[Event]:
         return [e for e in self.events if loop.contains(e.stmt) and (not kinds or e.kind in kinds)]
+
+    def micro_step_backwards(self) -> Iterator[tuple[Window, Event]]:
+        """Each backward of this scope that runs on every micro-step of a window, once, with
+        that window (helpers' backward passes excluded: their tensor is not in sight; so is the
+        implicit backward of Lightning's automatic optimisation)."""
+        seen: set[int] = set()
+        for window in self.windows:
+            for event in self.events:
+                if event.kind != BACKWARD or event.helper or event.call is None or id(event) in seen:
+                    continue
+                if window.every_micro_step(event.stmt):
+                    seen.add(id(event))
+                    yield window, event
 
     def window_of(self, event: Event) -> Window | None:
         """The window whose micro-steps or step block contain this event."""

@@ -68,7 +68,21 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
-        return True
+        return not self._gated_once_per_window(stmt)
+
+    def _gated_once_per_window(self, stmt: Stmt) -> bool:
+        """Inside another `if` on the same `% k` boundary (`if i % k == 0: zero_grad()` at the
+        start of each window): runs once per window too."""
+        k = dotted(strip_parens(self.k))
+        if k is None:
+            return False
+        scope = self.micro_loop.scope
+        for node, branch in stmt.path:
+            if isinstance(node, cst.If):
+                test = parse_gate(node.test, scope, stmt.order)
+                if test is not None and dotted(strip_parens(test.k)) == k and test.positive == (branch == "body"):
+                    return True
+        return False
 
 
 def _modulo(expr: cst.BaseExpression) -> Optional[cst.BinaryOperation]:

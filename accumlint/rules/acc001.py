@@ -7,7 +7,6 @@ from typing import Iterator
 import libcst as cst
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import divided, parenthesize, strip_parens
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import framework_divides, rescales_grads
@@ -16,28 +15,23 @@ CODE = "ACC001"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
-    seen: set[int] = set()
     for sf in facts.scopes:
         if not sf.windows or rescales_grads(sf.scope):
             continue
-        for window in sf.windows:
-            for event in sf.events:
-                if event.kind != BACKWARD or event.helper or id(event.call) in seen:
-                    continue
-                if not window.every_micro_step(event.stmt) or framework_divides(event, facts):
-                    continue
-                scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
-                if scaling.unknown or scaling.divided:
-                    continue
-                seen.add(id(event.call))
-                k_text = facts.module.code_for_node(strip_parens(window.k))
-                new_tensor = divided(event.tensor, window.k.deep_clone())
-                if event.tensor is getattr(event.call.func, "value", None):
-                    new_tensor = parenthesize(new_tensor)
-                yield Violation(
-                    CODE,
-                    f"loss reaches backward without division by the accumulation steps `{k_text}`: "
-                    f"each update is `{k_text}` times too large",
-                    event.call,
-                    Fix(f"Divide the loss by `{k_text}` at the backward call", "safe", {event.tensor: new_tensor}),
-                )
+        for window, event in sf.micro_step_backwards():
+            if framework_divides(event, facts):
+                continue
+            scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
+            if scaling.unknown or scaling.divided:
+                continue
+            k_text = facts.module.code_for_node(strip_parens(window.k))
+            new_tensor = divided(event.tensor, window.k.deep_clone())
+            if event.tensor is getattr(event.call.func, "value", None):
+                new_tensor = parenthesize(new_tensor)
+            yield Violation(
+                CODE,
+                f"loss reaches backward without division by the accumulation steps `{k_text}`: "
+                f"each update is `{k_text}` times too large",
+                event.call,
+                Fix(f"Divide the loss by `{k_text}` at the backward call", "safe", {event.tensor: new_tensor}),
+            )

@@ -37,6 +37,8 @@ def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, cst.BaseExpr
         if not loop.contains(site.stmt) or not isinstance(site.stmt.node, cst.Expr):
             continue
         receiver, method = method_of(site.call)
+        while isinstance(receiver, cst.Subscript):  # `losses["g"].append(loss)`: the dict keeps it
+            receiver = receiver.value
         name = dotted(receiver) if receiver is not None else None
         if name and method in _COLLECTING and site.stmt.node.value is site.call:
             value_index = 1 if method == "insert" else 0

@@ -70,9 +70,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             uses_model = any(
                 o.name in ddp and window.micro_loop.contains(o.stmt) for o in sf.scope.occurrences
             )
-            backward = next(
-                (e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)), None
-            )
+            backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
             if uses_model and backward is not None:
                 yield Violation(
                     CODE,

@@ -9,7 +9,7 @@ import libcst as cst
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions, needs_parens_as_operand, parenthesize, strip_parens
 from accumlint.analysis.windows import k_aliases
 from accumlint.model import Fix, Replacement, Violation
@@ -37,13 +37,7 @@ def _accum_names(facts: ModuleFacts) -> set[str]:
 
 def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
     """Lightning's automatic optimisation divides by accumulate_grad_batches itself."""
-    manual = any(
-        name.endswith("automatic_optimization") and any(
-            isinstance(d.value, cst.Name) and d.value.value == "False" for d in definitions
-        )
-        for scope in facts.collected.scopes for name, definitions in scope.defs.items()
-    )
-    if manual:
+    if lightning_manual(facts.collected):
         return
     k_names = _accum_names(facts)
     for scope in facts.collected.scopes:
@@ -126,13 +120,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     seen.add(id(event.call))
                     who = "Accelerate" if event.framework == "accelerate" else "the DeepSpeed engine"
                     yield _violation(event, facts, k_names, f"by hand and again by {who}'s backward")
-        for window in sf.windows:
-            for event in sf.events:
-                if event.kind != BACKWARD or event.helper or id(event.call) in seen:
-                    continue
-                if not window.every_micro_step(event.stmt) or _framework_k(event, facts):
-                    continue
-                scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
-                if not scaling.unknown and scaling.k_divisions >= 2:
-                    seen.add(id(event.call))
-                    yield _violation(event, facts, window.k_names, "both divisions name the same window size")
+        for window, event in sf.micro_step_backwards():
+            if id(event.call) in seen or _framework_k(event, facts):
+                continue
+            scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
+            if not scaling.unknown and scaling.k_divisions >= 2:
+                yield _violation(event, facts, window.k_names, "both divisions name the same window size")
