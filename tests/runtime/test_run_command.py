@@ -2,6 +2,7 @@
 
 import json
 import os
+import socket
 import subprocess
 import sys
 import textwrap
@@ -113,6 +114,12 @@ def test_same_seed_same_numbers_with_and_without_the_checker():
         assert epochs(plain.stdout) and epochs(plain.stdout) == epochs(checked.stdout)
 
 
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
 @pytest.mark.parametrize("buggy", [False, True])
 def test_torchrun_ddp_no_sync(tmp_path, buggy):
     env = subprocess_env()
@@ -120,7 +127,7 @@ def test_torchrun_ddp_no_sync(tmp_path, buggy):
     report = tmp_path / "report.json"
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     proc = subprocess.run(
-        [torchrun, "--nproc_per_node", "2", "--master_port", str(29500 + buggy),
+        [torchrun, "--nproc_per_node", "2", "--master_port", str(_free_port()),
          "-m", "accumlint.run", "--report", str(report),
          os.path.join(ROOT, "runtime_checks", "controls", "ddp_no_sync.py")],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
