@@ -12,10 +12,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Optional
 
-from accumlint import engine
 from accumlint.model import FileError, FileResult, Finding
 from accumlint.parallel import read_source
 from accumlint.writer import ChangedOnDisk, atomic_write
+
+
+def _engine():
+    # Imported on first use: LibCST costs a third of a second, which warm runs do not pay.
+    from accumlint import engine
+
+    return engine
 
 
 @dataclass(frozen=True)
@@ -49,18 +55,18 @@ Handler = Callable[[str, bytes, Collection[str], Mode], Outcome]
 
 def _python(filename: str, data: bytes, select: Collection[str], mode: Mode) -> Outcome:
     if not mode.fixing:
-        return Outcome(engine.check_source(data, filename, select))
-    result = engine.fix_source(data, filename, select, unsafe_fixes=mode.unsafe_fixes)
+        return Outcome(_engine().check_source(data, filename, select))
+    result = _engine().fix_source(data, filename, select, unsafe_fixes=mode.unsafe_fixes)
     outcome = Outcome(result)
     if result.error is not None or result.fixed_source is None:
         return outcome
     fixed = result.fixed_source
     fixed = fixed if isinstance(fixed, bytes) else fixed.encode("utf-8")
     if mode.count_fixed:
-        before = Counter(f.code for f in engine.check_source(data, filename, select).findings)
+        before = Counter(f.code for f in _engine().check_source(data, filename, select).findings)
         outcome.fixed_codes = before - Counter(f.code for f in result.findings)
     return _deliver(outcome, filename, data, fixed, select, mode,
-                    lambda: engine.check_source(data, filename, select))
+                    lambda: _engine().check_source(data, filename, select))
 
 
 def _deliver(outcome: Outcome, filename: str, data: bytes, fixed: bytes, select, mode: Mode,

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import difflib
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, Sequence, Union
 
 import libcst as cst
 
-from accumlint.model import Edit, Fix, Location, Replacement
+from accumlint.model import Edit, Fix, Location
+
+# What a fix puts in place of one original node: a new node, several statements, or nothing.
+Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 
 
 class _Replacer(cst.CSTTransformer):

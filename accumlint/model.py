@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Mapping, Optional, Union
+from typing import TYPE_CHECKING, Literal, Mapping, Optional
 
-import libcst as cst
+if TYPE_CHECKING:  # reporters and cache hits must not pay for importing LibCST
+    import libcst as cst
+
+    from accumlint.fixer import Replacement
 
 Applicability = Literal["safe", "unsafe"]
-
-# What a fix puts in place of one original node: a new node, several statements, or nothing.
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,8 @@ from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions, needs_parens_as_operand, parenthesize, strip_parens
 from accumlint.analysis.windows import k_aliases
-from accumlint.model import Fix, Replacement, Violation
+from accumlint.fixer import Replacement
+from accumlint.model import Fix, Violation
 from accumlint.rules.edits import lone_statement
 
 CODE = "ACC010"

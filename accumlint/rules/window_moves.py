@@ -8,7 +8,7 @@ import libcst as cst
 
 from accumlint.analysis.events import Event, SCHED, STEP, UPDATE
 from accumlint.analysis.windows import Window
-from accumlint.model import Replacement
+from accumlint.fixer import Replacement
 from accumlint.rules.edits import after, lone_statement, moved, statement_line
 
 
