@@ -8,14 +8,13 @@ hooks side by side.
 
 from __future__ import annotations
 
-import ast
 import errno
 import multiprocessing
 import os
 import stat
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
-from typing import Collection, Iterable, Optional, Sequence, Union
+from typing import Collection, Iterable, Optional, Union
 
 from accumlint.registry import RULES
 from accumlint.model import FileError, FileResult

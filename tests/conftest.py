@@ -49,8 +49,6 @@ def fake_acc009(facts):
 
 FAKE_RULES = {"ACC001": fake_acc001, "ACC006": fake_acc006, "ACC009": fake_acc009}
 
-from cli_samples import BUGGY, CLEAN, FIXED  # noqa: E402,F401  (re-exported for fixtures)
-
 
 
 @pytest.fixture

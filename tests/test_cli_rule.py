@@ -10,7 +10,6 @@ import sys
 import zipfile
 from pathlib import Path
 
-import pytest
 
 from accumlint import catalog
 from accumlint.registry import RULES

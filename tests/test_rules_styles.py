@@ -206,7 +206,7 @@ def render(context: str, gate: str, names: str, loop: Loop) -> str:
         if any("{sched}" in line for line in loop.step + loop.every_after + loop.every_before):
             params.append(n.sched)
         params += ["max_steps=1000", "max_iters=1000"]
-        lines = ["import torch", "", "", f"def train(" + ", ".join(dict.fromkeys(params)) + "):"]
+        lines = ["import torch", "", "", "def train(" + ", ".join(dict.fromkeys(params)) + "):"]
         lines += ["    " + line for line in loop_lines]
     else:  # method
         lines = ["import torch", "", "", "class Trainer:", "    def __init__(self, model, cfg):"]

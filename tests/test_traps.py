@@ -4,7 +4,6 @@ like a gate or an accumulation. Every case here is correct code and must produce
 
 from __future__ import annotations
 
-import re
 import textwrap
 
 import pytest

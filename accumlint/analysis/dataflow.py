@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, mentions, method_of, names_in, strip_parens
+from accumlint.analysis.exprs import dotted, mentions, method_of, strip_parens
 
 _PASS_THROUGH_METHODS = {
     "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
@@ -270,5 +270,3 @@ class DataFlow:
             return self.carries_graph(receiver, at, depth + 1)
         return True
 
-    def graph_names(self, expr: cst.BaseExpression) -> set[str]:
-        return names_in(expr)

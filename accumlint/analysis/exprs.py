@@ -20,18 +20,6 @@ def dotted(expr: cst.BaseExpression) -> Optional[str]:
     return None
 
 
-def last_name(expr: cst.BaseExpression) -> Optional[str]:
-    if isinstance(expr, cst.Attribute):
-        return expr.attr.value
-    if isinstance(expr, cst.Name):
-        return expr.value
-    return None
-
-
-def call_name(call: cst.Call) -> Optional[str]:
-    return dotted(call.func)
-
-
 def method_of(call: cst.Call) -> tuple[Optional[cst.BaseExpression], Optional[str]]:
     """(receiver, method) for `receiver.method(...)`, else (None, name or None)."""
     if isinstance(call.func, cst.Attribute):
@@ -69,10 +57,6 @@ def int_value(expr: Optional[cst.BaseExpression]) -> Optional[int]:
 
 def is_true(expr: Optional[cst.BaseExpression]) -> bool:
     return isinstance(expr, cst.Name) and expr.value == "True"
-
-
-def children(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
-    return iter(node.children)
 
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
@@ -114,12 +98,6 @@ def walk(node: cst.CSTNode, skip_scopes: bool = True) -> Iterator[cst.CSTNode]:
                 for item in value:
                     if isinstance(item, cst.CSTNode) and not (skip_scopes and isinstance(item, scopes)):
                         stack.append(item)
-
-
-def calls_in(node: cst.CSTNode) -> Iterator[cst.Call]:
-    for current in walk(node):
-        if isinstance(current, cst.Call):
-            yield current
 
 
 _NAMES: dict[int, tuple[cst.CSTNode, frozenset[str]]] = {}

@@ -7,7 +7,7 @@ from typing import Iterator
 
 import libcst as cst
 
-from accumlint.analysis.collect import Collected, Loop, Scope, collect
+from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.ancestry import forget_ancestry
@@ -22,9 +22,6 @@ class ScopeFacts:
     events: list[Event]
     windows: list[Window]
 
-    def events_in(self, loop: Loop, *kinds: str) -> list[Event]:
-        return [e for e in self.events if loop.contains(e.stmt) and (not kinds or e.kind in kinds)]
-
     def micro_step_backwards(self) -> Iterator[tuple[Window, Event]]:
         """Each backward of this scope that runs on every micro-step of a window, once, with
         that window (helpers' backward passes excluded: their tensor is not in sight; so is the
@@ -38,12 +35,6 @@ class ScopeFacts:
                     seen.add(id(event))
                     yield window, event
 
-    def window_of(self, event: Event) -> Window | None:
-        """The window whose micro-steps or step block contain this event."""
-        for window in self.windows:
-            if window.micro_loop.contains(event.stmt) or window.step_loop.contains(event.stmt):
-                return window
-        return None
 
 
 @dataclass
@@ -54,9 +45,6 @@ class ModuleFacts:
     flow: DataFlow
     scopes: list[ScopeFacts] = field(default_factory=list)
 
-    @property
-    def source_names(self) -> set[str]:
-        return set(self.collected.imports)
 
 
 def analyse(module: cst.Module) -> ModuleFacts:

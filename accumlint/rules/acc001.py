@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.exprs import divided, parenthesize, strip_parens

@@ -9,6 +9,7 @@ import libcst as cst
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.events import BACKWARD, STEP, retains_graph
+from accumlint.analysis.exprs import method_of
 from accumlint.model import Fix, Violation
 
 CODE = "ACC006"
@@ -53,10 +54,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             ]
             if others:
                 continue  # a second backward in the iteration may run through this graph
-            if any(site.call is not event.call and (site.call.func.__class__ is cst.Attribute
-                   and getattr(site.call.func, "attr", None) is not None
-                   and site.call.func.attr.value == "grad") and outer.contains(site.stmt)
-                   for site in sf.scope.calls):
+            if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
                 continue  # torch.autograd.grad in the same iteration may reuse the graph
             yield Violation(
                 CODE,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import under_accumulate
