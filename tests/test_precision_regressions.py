@@ -164,3 +164,30 @@ def test_lightning_automatic_loss_kept_on_self_is_reported():
                 self.losses.append(loss)
                 return loss
     """) == {("ACC002", 5)}
+
+
+def test_fsdp_accumulating_without_sync_control_is_reported():
+    assert codes("""
+        from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+        model = FSDP(net)
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+            if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+    """) == {("ACC009", 6)}
+
+
+def test_fsdp2_with_requires_gradient_sync_is_clean():
+    assert codes("""
+        from torch.distributed.fsdp import fully_shard
+        model = fully_shard(net)
+        for i, (x, y) in enumerate(loader):
+            model.set_requires_gradient_sync((i + 1) % accum_steps == 0)
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+            if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+    """) == set()

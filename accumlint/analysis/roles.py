@@ -22,7 +22,8 @@ _OPTIMIZER_CLASSES = {
     "DeepSpeedCPUAdam", "ZeroRedundancyOptimizer", "AdamW8bit", "Adam8bit", "Muon", "Shampoo",
 }
 _SCALER_CLASSES = {"GradScaler", "ShardedGradScaler"}
-_DDP_CLASSES = {"DistributedDataParallel"}
+# Wrappers that reduce gradients across ranks on every backward unless told not to.
+_DDP_CLASSES = {"DistributedDataParallel", "FullyShardedDataParallel", "fully_shard"}
 _LOADER_CLASSES = {"DataLoader"}
 
 

@@ -74,7 +74,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if uses_model and backward is not None:
                 yield Violation(
                     CODE,
-                    "the DistributedDataParallel model all-reduces gradients on every micro-step: wrap the "
-                    "forward and backward of non-final micro-steps in `model.no_sync()`",
+                    "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
+                    "micro-step: wrap the forward and backward of non-final micro-steps in `model.no_sync()`",
                     backward.call,
                 )
