@@ -37,6 +37,11 @@ class Scope:
     def definitions(self, name: str) -> list["Definition"]:
         return self.defs.get(name, [])
 
+    @property
+    def is_lightning_training_step(self) -> bool:
+        """Lightning calls it once per micro-batch."""
+        return self.name == "training_step" and any(b.endswith("LightningModule") for b in self.class_bases)
+
 
 @dataclass(eq=False, repr=False)
 class Stmt:
@@ -179,7 +184,8 @@ class _Collector:
         elif isinstance(node, cst.ClassDef):
             self.classes[node.name.value] = node
             header = self._stmt(node, node, scope, path, loops, no_grad)
-            self._reads_of(node.bases, header) if node.bases else None
+            for base in node.bases:
+                self._read(base, header)
             self._suite(node.body, scope, path + ((node, "body"),), loops, no_grad)
         elif isinstance(node, (cst.For, cst.While)):
             self._loop(node, scope, path, loops, no_grad)
@@ -242,7 +248,7 @@ class _Collector:
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
         loops_inside: tuple[Loop, ...] = ()
-        if node.name.value == "training_step" and any(b.endswith("LightningModule") for b in inner.class_bases):
+        if inner.is_lightning_training_step:
             # Lightning calls training_step once per micro-batch: its body is one loop iteration.
             hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True)
             hook.first_order = self.order + 1
@@ -366,9 +372,6 @@ class _Collector:
         self.seq += 1
         stmt.scope.occurrences.append(Occurrence(name, write, detached, in_arg, stmt, self.seq))
 
-    def _reads_of(self, nodes, stmt) -> None:
-        for node in nodes:
-            self._read(node, stmt)
 
     def _read(self, node: cst.CSTNode, stmt: Stmt, detached=False, in_arg=False, context_manager=False) -> None:
         if isinstance(node, (cst.Name, cst.Attribute)):
@@ -410,7 +413,8 @@ class _Collector:
         while comp is not None:
             self._read(comp.iter, stmt, element_detached, in_arg)
             comp = comp.inner_for_in
-        self._read(element, stmt, detached, in_arg) if not element_detached else None
+        if not element_detached:
+            self._read(element, stmt, detached, in_arg)
 
 
 def collect(module: cst.Module) -> Collected:

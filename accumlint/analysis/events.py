@@ -127,7 +127,7 @@ def lightning_manual(collected: Collected) -> bool:
 
 def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
     """Under automatic optimisation Lightning runs backward on what training_step returns."""
-    if manual or scope.name != "training_step" or not any(b.endswith("LightningModule") for b in scope.class_bases):
+    if manual or not scope.is_lightning_training_step:
         return []
     return [Event(BACKWARD, stmt, None, tensor=value, framework="lightning-auto") for value, stmt in scope.returns]
 

@@ -200,14 +200,9 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
             continue
         return Window("gate", loop, loop, test.k, set(), step, node, header, test, branch)
     # `if (i + 1) % k != 0: continue` earlier in the loop body.
-    for stmt in scope.stmts:
-        if not (loop.first_order <= stmt.order < step.order) or stmt.loop is not loop:
-            continue
-        node = stmt.node
-        if isinstance(node, cst.If) and stmt.node is stmt.line and _ends_with_continue(node.body):
-            test = parse_gate(node.test, scope, stmt.order)
-            if test is not None and not test.positive and not step.stmt.within(node):
-                return Window("continue", loop, loop, test.k, set(), step, node, stmt, test, None)
+    for stmt, test in _continue_gates(loop, scope):
+        if stmt.order < step.order and not step.stmt.within(stmt.node):
+            return Window("continue", loop, loop, test.k, set(), step, stmt.node, stmt, test, None)
     # nanoGPT: `for micro_step in range(k): ... backward ...` then the step.
     for inner in scope.loops:
         if inner.parent is not loop or not isinstance(inner.node, cst.For) or inner.last_order >= step.order:
@@ -229,14 +224,15 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
     return None
 
 
-def _continue_gates(loop: Loop, scope: Scope) -> list[Stmt]:
+def _continue_gates(loop: Loop, scope: Scope) -> list[tuple[Stmt, GateTest]]:
+    """`if <not at a window boundary>: continue` statements directly in the loop body."""
     found = []
     for stmt in scope.stmts:
         node = stmt.node
         if stmt.loop is loop and isinstance(node, cst.If) and stmt.line is node and _ends_with_continue(node.body):
             test = parse_gate(node.test, scope, stmt.order)
             if test is not None and not test.positive:
-                found.append(stmt)
+                found.append((stmt, test))
     return found
 
 
@@ -275,7 +271,7 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
             found.append(window)
         if ungated or not found:
             continue
-        skips = _continue_gates(loop, scope)
+        skips = [stmt for stmt, _ in _continue_gates(loop, scope)]
         for window in found:
             window.skips = skips
             window.siblings = [w for w in found if w is not window]

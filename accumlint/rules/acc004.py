@@ -50,7 +50,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 reason = f"runs on scaled gradients: `{step.scaler}.unscale_()` is not called before it"
             fix = None
             clip_line = statement_line(clip.stmt)
-            if clip_in_block and clip_line is not None and step.optimizer and clip_line is not None:
+            if clip_in_block and clip_line is not None and step.optimizer:
                 changes = {clip_line: before(clip_line, new_line(f"{step.scaler}.unscale_({step.optimizer})"))}
                 movable = True
                 for u in unscales:

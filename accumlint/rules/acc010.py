@@ -42,7 +42,7 @@ def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
         return
     k_names = _accum_names(facts)
     for scope in facts.collected.scopes:
-        if scope.name != "training_step" or not any(b.endswith("LightningModule") for b in scope.class_bases):
+        if not scope.is_lightning_training_step:
             continue
         for value, stmt in scope.returns:
             scaling = facts.flow.scaling(value, stmt, k_names)

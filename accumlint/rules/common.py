@@ -7,7 +7,7 @@ import libcst as cst
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.events import Event
-from accumlint.analysis.exprs import method_of, dotted
+from accumlint.analysis.exprs import dotted, method_of, needs_parens_as_operand, parenthesize
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
 
@@ -51,7 +51,5 @@ def under_accumulate(stmt, facts: ModuleFacts) -> bool:
 
 def detach_call(expr: cst.BaseExpression) -> cst.Call:
     """`expr.detach()`, parenthesised when precedence asks for it."""
-    from accumlint.analysis.exprs import needs_parens_as_operand, parenthesize
-
     receiver = parenthesize(expr) if needs_parens_as_operand(expr) else expr
     return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))
