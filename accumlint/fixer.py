@@ -1,81 +1,56 @@
-"""Apply rule fixes to a parsed module, and describe them as text edits."""
+"""Apply rule fixes as text edits: pick the ones that do not touch each other, apply them, and
+describe them for JSON and SARIF."""
 
 from __future__ import annotations
 
-import difflib
-from typing import Iterable, Mapping, Sequence, Union
+from typing import Iterable, Sequence
 
-import libcst as cst
-
-from accumlint.model import Edit, Fix, Location
-
-# What a fix puts in place of one original node: a new node, several statements, or nothing.
-Replacement = Union[cst.CSTNode, cst.FlattenSentinel, cst.RemovalSentinel]
+from accumlint.model import Edit, Fix, Location, TextEdit
+from accumlint.source import SourceText
 
 
-class _Replacer(cst.CSTTransformer):
-    def __init__(self, changes: Mapping[cst.CSTNode, Replacement]) -> None:
-        super().__init__()
-        self._changes = changes
-
-    def on_leave(self, original_node, updated_node):  # type: ignore[override]
-        return self._changes.get(original_node, updated_node)
-
-
-def apply_changes(module: cst.Module, changes: Mapping[cst.CSTNode, Replacement]) -> cst.Module:
-    if not changes:
-        return module
-    return module.visit(_Replacer(changes))
-
-
-def _subtree(node: cst.CSTNode) -> set[int]:
-    ids: set[int] = set()
-    stack = [node]
-    while stack:
-        current = stack.pop()
-        ids.add(id(current))
-        stack.extend(current.children)
-    return ids
+def _clashes(edit: TextEdit, taken: Sequence[TextEdit]) -> bool:
+    for other in taken:
+        if edit.start == edit.end and other.start == other.end:
+            if edit.start == other.start:
+                return True  # two insertions at one place: their order would be a guess
+        elif edit.start < other.end and other.start < edit.end:
+            return True
+        elif edit.start == edit.end and other.start < edit.start < other.end:
+            return True
+        elif other.start == other.end and edit.start < other.start < edit.end:
+            return True
+    return False
 
 
-def compatible_fixes(fixes: Sequence[Fix]) -> list[Fix]:
-    """Pick fixes whose edited regions do not nest or overlap; the rest wait for the next round."""
+def compatible_fixes(fixes: Iterable[Fix]) -> list[Fix]:
+    """Fixes whose edits neither overlap nor nest in each other's; the rest wait for the next round."""
     chosen: list[Fix] = []
-    taken: set[int] = set()
+    taken: list[TextEdit] = []
     for fix in fixes:
-        region: set[int] = set()
-        for node in fix.changes:
-            region |= _subtree(node)
-        keys = {id(node) for node in fix.changes}
-        # A key inside a taken region, or a taken key inside this region, is a conflict.
-        if region & taken or keys & taken:
+        if any(_clashes(edit, taken) for edit in fix.edits):
+            continue
+        if any(_clashes(edit, [other for other in fix.edits if other is not edit]) for edit in fix.edits):
             continue
         chosen.append(fix)
-        taken |= region
+        taken.extend(fix.edits)
     return chosen
 
 
-def merge(fixes: Iterable[Fix]) -> dict[cst.CSTNode, Replacement]:
-    merged: dict[cst.CSTNode, Replacement] = {}
-    for fix in fixes:
-        merged.update(fix.changes)
-    return merged
+def apply_edits(text: str, edits: Iterable[TextEdit]) -> str:
+    """Apply non-overlapping edits, last first so earlier offsets stay valid."""
+    for edit in sorted(edits, key=lambda e: (e.start, e.end), reverse=True):
+        text = text[: edit.start] + edit.text + text[edit.end :]
+    return text
 
 
-def text_edits(before: str, after: str) -> tuple[Edit, ...]:
-    """Whole-line edits that turn `before` into `after`, located like ruff's (1-based)."""
-    old = before.splitlines(keepends=True)
-    new = after.splitlines(keepends=True)
-    edits = []
-    matcher = difflib.SequenceMatcher(a=old, b=new, autojunk=False)
-    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        edits.append(
-            Edit(
-                content="".join(new[j1:j2]),
-                location=Location(row=i1 + 1, column=1),
-                end_location=Location(row=i2 + 1, column=1),
-            )
+def located_edits(src: SourceText, fix: Fix) -> tuple[Edit, ...]:
+    """The fix's edits with 1-based line and column positions, as ruff's JSON writes them."""
+    return tuple(
+        Edit(
+            content=edit.text,
+            location=Location(*src.position(edit.start)),
+            end_location=Location(*src.position(edit.end)),
         )
-    return tuple(edits)
+        for edit in sorted(fix.edits, key=lambda e: (e.start, e.end))
+    )

@@ -3,32 +3,38 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Mapping, Optional
+from typing import TYPE_CHECKING, Literal, Optional
 
-if TYPE_CHECKING:  # reporters and cache hits must not pay for importing LibCST
-    import libcst as cst
-
-    from accumlint.fixer import Replacement
+if TYPE_CHECKING:  # reporters and cache hits need not import the analysis
+    import ast
 
 Applicability = Literal["safe", "unsafe"]
 
 
 @dataclass(frozen=True)
-class Fix:
-    """A rewrite of the original tree: each key is a node of the parsed module, by identity."""
+class TextEdit:
+    """Replace the characters [start, end) of the checked text with `text` (an insertion when
+    start == end). Offsets, not lines: the edit touches nothing else."""
 
+    start: int
+    end: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Fix:
     message: str
     applicability: Applicability
-    changes: Mapping[cst.CSTNode, Replacement]
+    edits: tuple[TextEdit, ...]
 
 
 @dataclass(frozen=True)
 class Violation:
-    """What a rule emits: the node to report on, the reason, and maybe a fix."""
+    """What a rule emits: the node whose span is reported, the reason, and maybe a fix."""
 
     code: str
     message: str
-    node: cst.CSTNode
+    node: ast.AST
     fix: Optional[Fix] = None
 
 
@@ -65,6 +71,18 @@ class Finding:
     end_location: Location
     fix: Optional[FixSummary] = None
     url: Optional[str] = None
+    # A notebook's code cell (1-based, counting every cell as a reader does); rows and columns
+    # are then relative to that cell. None for a plain source file.
+    cell: Optional[int] = None
+
+    @property
+    def display_path(self) -> str:
+        """`path` or `path:cell N`, as the text output names the place."""
+        return display_path(self.filename, self.cell)
+
+
+def display_path(filename: str, cell: Optional[int]) -> str:
+    return filename if cell is None else f"{filename}:cell {cell}"
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,21 @@ class FileError:
 
     filename: str
     message: str
+    cell: Optional[int] = None  # the notebook cell at fault, when one is
+
+
+@dataclass(frozen=True)
+class Notice:
+    """Something worth a warning that does not stop the file being checked (a malformed
+    `# noqa`, for one). `row` is relative to `cell` in a notebook."""
+
+    filename: str
+    row: int
+    message: str
+    cell: Optional[int] = None
+
+    def render(self) -> str:
+        return f"warning: {display_path(self.filename, self.cell)}:{self.row}: {self.message}"
 
 
 @dataclass
@@ -83,3 +116,4 @@ class FileResult:
     # Set by fix mode: the new text (None when nothing changed) and how many fixes went in.
     fixed_source: Optional[str] = None
     fixes_applied: int = 0
+    notices: list[Notice] = field(default_factory=list)

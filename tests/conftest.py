@@ -2,48 +2,44 @@
 
 from __future__ import annotations
 
-import libcst as cst
-import libcst.matchers as m
+import ast
+
 import pytest
 from click.testing import CliRunner
 
 from accumlint import rules
-from accumlint.model import Fix, Violation
+from accumlint.model import Fix, TextEdit, Violation
 
-# `loss.backward()` on a bare name: fake ACC001 with a safe fix that divides by accum_steps.
-_UNSCALED = m.Call(func=m.Attribute(value=m.Name(), attr=m.Name("backward")), args=[])
-# `X.backward(retain_graph=True)`: fake ACC006 with an unsafe fix that drops the argument.
-_RETAIN = m.Call(
-    func=m.Attribute(attr=m.Name("backward")),
-    args=[m.Arg(keyword=m.Name("retain_graph"), value=m.Name("True"))],
-)
-# `model.no_sync_missing()`: fake ACC009, report only.
-_REPORT_ONLY = m.Call(func=m.Attribute(attr=m.Name("no_sync_missing")))
+
+def _calls(facts, method):
+    for node in ast.walk(facts.module):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == method:
+            yield node
 
 
 def fake_acc001(facts):
-    for call in m.findall(facts.module, _UNSCALED):
+    """`name.backward()`: fake ACC001 with a safe fix that divides by accum_steps."""
+    for call in _calls(facts, "backward"):
         receiver = call.func.value
-        scaled = cst.BinaryOperation(
-            left=receiver,
-            operator=cst.Divide(),
-            right=cst.Name("accum_steps"),
-            lpar=[cst.LeftParen()],
-            rpar=[cst.RightParen()],
-        )
-        new = call.with_changes(func=call.func.with_changes(value=scaled))
-        fix = Fix("Divide the loss by `accum_steps` at the backward call", "safe", {call: new})
-        yield Violation("ACC001", "loss handed to backward is never divided by accum_steps", call, fix)
+        if isinstance(receiver, ast.Name) and not call.args and not call.keywords:
+            start, end = facts.source.span(receiver)
+            edit = TextEdit(start, end, f"({receiver.id} / accum_steps)")
+            fix = Fix("Divide the loss by `accum_steps` at the backward call", "safe", (edit,))
+            yield Violation("ACC001", "loss handed to backward is never divided by accum_steps", call, fix)
 
 
 def fake_acc006(facts):
-    for call in m.findall(facts.module, _RETAIN):
-        fix = Fix("Remove `retain_graph=True`", "unsafe", {call: call.with_changes(args=[])})
-        yield Violation("ACC006", "backward(retain_graph=True) in a loop keeps graphs alive", call, fix)
+    """`X.backward(retain_graph=True)`: fake ACC006 with an unsafe fix that drops the argument."""
+    for call in _calls(facts, "backward"):
+        if [kw.arg for kw in call.keywords] == ["retain_graph"] and not call.args:
+            start, end = facts.source.span(call.keywords[0])
+            fix = Fix("Remove `retain_graph=True`", "unsafe", (TextEdit(start, end, ""),))
+            yield Violation("ACC006", "backward(retain_graph=True) in a loop keeps graphs alive", call, fix)
 
 
 def fake_acc009(facts):
-    for call in m.findall(facts.module, _REPORT_ONLY):
+    """`model.no_sync_missing()`: fake ACC009, report only."""
+    for call in _calls(facts, "no_sync_missing"):
         yield Violation("ACC009", "model all-reduces on every micro-step", call)
 
 

@@ -1,9 +1,7 @@
 """Engine behaviour the rules do not cover: fix previews on demand, positions, bad input."""
 
-import libcst as cst
 import pytest
 from click.testing import CliRunner
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from accumlint import engine
 from accumlint.cli import cli
@@ -41,17 +39,29 @@ for i, (a, b) in enumerate(dl):
 '''
 
 
-def test_positions_match_libcst_position_provider():
-    module = cst.parse_module(TRICKY)
-    violations = engine._violations(module, engine.ALL_CODES)
-    assert {v.code for v in violations} == {"ACC001", "ACC002", "ACC005"}
-    spans = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    located = engine._Located(module)
-    for violation in violations:
-        start, end = located.range_of(violation.node)
-        span = spans[violation.node]
-        assert (start.row, start.column) == (span.start.line, span.start.column + 1)
-        assert (end.row, end.column) == (span.end.line, span.end.column + 1)
+def test_positions_are_the_reported_nodes_spans():
+    findings = engine.check_source(TRICKY, "t.py").findings
+    assert {(f.code, f.location.row) for f in findings} == {
+        ("ACC001", 12), ("ACC005", 13), ("ACC002", 22), ("ACC001", 28), ("ACC005", 29),
+    }
+    spans = {(f.code, f.location.row): (f.location.column, f.end_location.row, f.end_location.column) for f in findings}
+    assert spans[("ACC001", 12)] == (9, 12, 24)  # `loss.backward()`, first to last character
+    assert spans[("ACC001", 28)] == (15, 28, 27)  # after `l = m(a); ` on a shared line
+    assert spans[("ACC005", 13)][:2] == (9, 14)  # a compound statement spans its body
+
+
+def test_columns_count_characters_not_bytes():
+    source = (
+        "for i, (x, y) in enumerate(loader):\n"
+        "    loss = crit(model(x), y); s = 'äöü'; loss.backward()\n"
+        "    if (i + 1) % k == 0:\n"
+        "        opt.step()\n"
+    )
+    finding = next(f for f in engine.check_source(source.encode(), "t.py").findings if f.code == "ACC001")
+    line = source.splitlines()[1]
+    assert finding.location.column == line.index("loss.backward") + 1
+    fixed = engine.fix_source(source.encode(), "t.py").fixed_source.decode()
+    assert "s = 'äöü'; (loss / k).backward()" in fixed
 
 
 def test_fix_previews_only_when_asked():
@@ -70,7 +80,7 @@ def test_fix_previews_only_when_asked():
     ("x = " + "(" * 1000 + "1" + ")" * 1000 + "\nloss.backward()\n", "syntax error"),
     ("# coding: klingon\nx = 1\n", "cannot decode"),
 ])
-def test_input_libcst_cannot_take_is_one_line(source, cause):
+def test_input_the_parser_refuses_is_one_line(source, cause):
     for result in (engine.check_source(source.encode(), "bad.py"), engine.fix_source(source.encode(), "bad.py")):
         assert result.error is not None and result.error.message.startswith(cause)
         assert "\n" not in result.error.message

@@ -39,9 +39,9 @@ def test_json_has_ruffs_fields_and_a_deterministic_order(project, invoke):
         "message": "Divide the loss by `accum_steps` at the backward call",
         "edits": [
             {
-                "content": "    (loss / accum_steps).backward()\n",
-                "location": {"row": 4, "column": 1},
-                "end_location": {"row": 5, "column": 1},
+                "content": "(loss / accum_steps)",
+                "location": {"row": 4, "column": 5},
+                "end_location": {"row": 4, "column": 9},
             }
         ],
     }

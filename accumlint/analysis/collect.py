@@ -1,35 +1,43 @@
-"""One walk over the module that records what every rule needs: statements, definitions,
-name reads, calls and loops, per function scope. Nothing here knows about the rules."""
+"""One walk over a module that records what every rule needs: statements, definitions, name
+reads, calls and loops, per function scope. Nothing here knows about the rules."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 from typing import Optional, Union
 
-import libcst as cst
+from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
 
-from accumlint.analysis.exprs import dotted, method_of
-
-LoopNode = Union[cst.For, cst.While, cst.FunctionDef]
+FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
+LoopNode = Union[ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef]
+FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+FOR_LOOPS = (ast.For, ast.AsyncFor)
+WITHS = (ast.With, ast.AsyncWith)
 
 # Calls whose result shares no autograd graph with their input.
 DETACH_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
 DETACH_FUNCTION_HINTS = ("detach", "repackage")
 NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+_AUG_NAMES = {
+    ast.Add: "AddAssign", ast.Sub: "SubtractAssign", ast.Mult: "MultiplyAssign", ast.Div: "DivideAssign",
+    ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign", ast.Pow: "PowerAssign",
+    ast.MatMult: "MatrixMultiplyAssign",
+}
 
 
 @dataclass(eq=False, repr=False)
 class Scope:
-    node: Union[cst.Module, cst.FunctionDef]
+    node: Union[ast.Module, FunctionNode]
     name: str
     parent: Optional["Scope"]
-    class_node: Optional[cst.ClassDef] = None
+    class_node: Optional[ast.ClassDef] = None
     class_bases: tuple[str, ...] = ()
     no_grad: bool = False
     params: list[str] = field(default_factory=list)
     defs: dict[str, list["Definition"]] = field(default_factory=dict)
     occurrences: list["Occurrence"] = field(default_factory=list)
-    returns: list[tuple[cst.BaseExpression, "Stmt"]] = field(default_factory=list)
+    returns: list[tuple[ast.expr, "Stmt"]] = field(default_factory=list)
     loops: list["Loop"] = field(default_factory=list)
     calls: list["CallSite"] = field(default_factory=list)
     stmts: list["Stmt"] = field(default_factory=list)
@@ -45,19 +53,24 @@ class Scope:
 
 @dataclass(eq=False, repr=False)
 class Stmt:
-    node: cst.CSTNode  # the small statement, or the compound statement for its header
-    line: cst.CSTNode  # what a fix replaces: the SimpleStatementLine or the compound statement
+    node: ast.AST  # the simple statement, or the compound statement for its header
     order: int
-    path: tuple[tuple[cst.CSTNode, str], ...]  # enclosing compound statements and the branch taken
+    path: tuple[tuple[ast.AST, str], ...]  # enclosing compound statements and the branch taken
     scope: Scope
     loops: tuple["Loop", ...]  # enclosing loops of this scope, outermost first
     no_grad: bool
+    block: Optional[list] = None  # the statement list that holds `node` (None for synthetic headers)
 
     @property
     def loop(self) -> Optional["Loop"]:
         return self.loops[-1] if self.loops else None
 
-    def within(self, node: cst.CSTNode, branch: Optional[str] = None) -> bool:
+    @property
+    def is_statement(self) -> bool:
+        """A real statement of the source (not a loop target or parameter record)."""
+        return self.block is not None
+
+    def within(self, node: ast.AST, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
 
     def compatible(self, other: "Stmt") -> bool:
@@ -70,7 +83,7 @@ class Stmt:
 class Definition:
     name: str
     kind: str  # assign, aug, inplace, unpack, for, with, param
-    value: Optional[cst.BaseExpression]
+    value: Optional[ast.expr]
     stmt: Stmt
     op: Optional[str] = None  # the operator of an augmented assignment or the in-place method
     index: tuple[int, ...] = ()  # position inside an unpacked tuple target
@@ -92,7 +105,7 @@ class Occurrence:
 
 @dataclass(eq=False, repr=False)
 class CallSite:
-    call: cst.Call
+    call: ast.Call
     stmt: Stmt
     context_manager: bool = False  # used as a `with` item
 
@@ -104,7 +117,7 @@ class Loop:
     scope: Scope
     parent: Optional["Loop"]
     targets: tuple[str, ...] = ()
-    iter_expr: Optional[cst.BaseExpression] = None
+    iter_expr: Optional[ast.expr] = None
     first_order: int = 0
     last_order: int = 0
     implicit: bool = False  # a framework hook called once per micro-batch (Lightning training_step)
@@ -113,138 +126,120 @@ class Loop:
         return any(loop is self for loop in stmt.loops)
 
     @property
-    def body(self) -> list[cst.BaseStatement]:
-        return list(self.node.body.body)
+    def body(self) -> list[ast.stmt]:
+        return list(self.node.body)
 
 
 @dataclass
 class Collected:
-    module: cst.Module
+    module: ast.Module
     scopes: list[Scope]
     imports: dict[str, str]  # local alias -> dotted origin
-    classes: dict[str, cst.ClassDef]
+    classes: dict[str, ast.ClassDef]
     functions: dict[str, list[Scope]]  # simple name -> scopes defining it
+    relative_imports: dict[str, tuple[int, str]] = field(default_factory=dict)  # alias -> (level, dotted)
 
 
-def _target_names(target: cst.BaseExpression, prefix: tuple[int, ...] = ()) -> list[tuple[str, tuple[int, ...]]]:
-    if isinstance(target, (cst.Tuple, cst.List)):
+def target_names(target: ast.AST, prefix: tuple[int, ...] = ()) -> list[tuple[str, tuple[int, ...]]]:
+    if isinstance(target, (ast.Tuple, ast.List)):
         found = []
-        for i, element in enumerate(target.elements):
-            value = element.value
-            if isinstance(element, cst.StarredElement):
+        for i, element in enumerate(target.elts):
+            if isinstance(element, ast.Starred):
                 continue
-            found.extend(_target_names(value, prefix + (i,)))
+            found.extend(target_names(element, prefix + (i,)))
         return found
     name = dotted(target)
     return [(name, prefix)] if name else []
 
 
+def _no_grad_decorator(decorator: ast.expr) -> bool:
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    return last_part(dotted(func)) in NO_GRAD_CONTEXTS
+
+
 class _Collector:
-    def __init__(self, module: cst.Module) -> None:
+    def __init__(self, module: ast.Module) -> None:
         self.module = module
         self.order = 0
         self.seq = 0
         self.scopes: list[Scope] = []
         self.imports: dict[str, str] = {}
-        self.classes: dict[str, cst.ClassDef] = {}
+        self.relative: dict[str, tuple[int, str]] = {}
+        self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, list[Scope]] = {}
+        self.bound: set[str] = set()  # names bound by the comprehensions being read
 
     # --- statements -------------------------------------------------------------------
     def run(self) -> Collected:
         root = Scope(node=self.module, name="<module>", parent=None)
         self.scopes.append(root)
         self._block(self.module.body, root, (), (), False)
-        return Collected(self.module, self.scopes, self.imports, self.classes, self.functions)
+        return Collected(self.module, self.scopes, self.imports, self.classes, self.functions, self.relative)
 
-    def _stmt(self, node, line, scope, path, loops, no_grad) -> Stmt:
+    def _stmt(self, node, scope, path, loops, no_grad, block=None) -> Stmt:
         self.order += 1
-        stmt = Stmt(node, line, self.order, path, scope, loops, no_grad)
+        stmt = Stmt(node, self.order, path, scope, loops, no_grad, block)
         scope.stmts.append(stmt)
         return stmt
 
-    def _block(self, body, scope, path, loops, no_grad) -> None:
+    def _block(self, body: list, scope, path, loops, no_grad) -> None:
         for statement in body:
-            self._statement(statement, scope, path, loops, no_grad)
+            self._statement(statement, body, scope, path, loops, no_grad)
 
-    def _suite(self, suite, scope, path, loops, no_grad) -> None:
-        if isinstance(suite, cst.IndentedBlock):
-            self._block(suite.body, scope, path, loops, no_grad)
-        elif isinstance(suite, cst.SimpleStatementSuite):
-            for small in suite.body:
-                stmt = self._stmt(small, suite, scope, path, loops, no_grad)
-                self._small(small, stmt)
-
-    def _statement(self, node, scope, path, loops, no_grad) -> None:
-        if isinstance(node, cst.SimpleStatementLine):
-            for small in node.body:
-                stmt = self._stmt(small, node, scope, path, loops, no_grad)
-                self._small(small, stmt)
-        elif isinstance(node, cst.FunctionDef):
-            self._function(node, scope, path, loops, no_grad)
-        elif isinstance(node, cst.ClassDef):
-            self.classes[node.name.value] = node
-            header = self._stmt(node, node, scope, path, loops, no_grad)
+    def _statement(self, node, block, scope, path, loops, no_grad) -> None:
+        if isinstance(node, FUNCTIONS):
+            self._function(node, block, scope, path, loops, no_grad)
+        elif isinstance(node, ast.ClassDef):
+            self.classes[node.name] = node
+            header = self._stmt(node, scope, path, loops, no_grad, block)
             for base in node.bases:
                 self._read(base, header)
-            self._suite(node.body, scope, path + ((node, "body"),), loops, no_grad)
-        elif isinstance(node, (cst.For, cst.While)):
-            self._loop(node, scope, path, loops, no_grad)
-        elif isinstance(node, cst.If):
-            header = self._stmt(node, node, scope, path, loops, no_grad)
+            self._block(node.body, scope, path + ((node, "body"),), loops, no_grad)
+        elif isinstance(node, (*FOR_LOOPS, ast.While)):
+            self._loop(node, block, scope, path, loops, no_grad)
+        elif isinstance(node, ast.If):
+            header = self._stmt(node, scope, path, loops, no_grad, block)
             self._read(node.test, header)
-            self._suite(node.body, scope, path + ((node, "body"),), loops, no_grad)
-            if node.orelse is not None:
-                if isinstance(node.orelse, cst.If):
-                    self._statement(node.orelse, scope, path + ((node, "orelse"),), loops, no_grad)
-                else:
-                    self._suite(node.orelse.body, scope, path + ((node, "orelse"),), loops, no_grad)
-        elif isinstance(node, cst.With):
-            self._with(node, scope, path, loops, no_grad)
-        elif isinstance(node, cst.Try) or type(node).__name__ == "TryStar":
-            self._suite(node.body, scope, path + ((node, "body"),), loops, no_grad)
+            self._block(node.body, scope, path + ((node, "body"),), loops, no_grad)
+            self._block(node.orelse, scope, path + ((node, "orelse"),), loops, no_grad)
+        elif isinstance(node, WITHS):
+            self._with(node, block, scope, path, loops, no_grad)
+        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+            self._block(node.body, scope, path + ((node, "body"),), loops, no_grad)
             for handler in node.handlers:
-                self._suite(handler.body, scope, path + ((handler, "body"),), loops, no_grad)
-            if node.orelse is not None:
-                self._suite(node.orelse.body, scope, path + ((node, "orelse"),), loops, no_grad)
-            if node.finalbody is not None:
-                self._suite(node.finalbody.body, scope, path + ((node, "finally"),), loops, no_grad)
-        elif isinstance(node, cst.Match):
-            header = self._stmt(node, node, scope, path, loops, no_grad)
+                self._block(handler.body, scope, path + ((handler, "body"),), loops, no_grad)
+            self._block(node.orelse, scope, path + ((node, "orelse"),), loops, no_grad)
+            self._block(node.finalbody, scope, path + ((node, "finally"),), loops, no_grad)
+        elif isinstance(node, ast.Match):
+            header = self._stmt(node, scope, path, loops, no_grad, block)
             self._read(node.subject, header)
             for case in node.cases:
-                self._suite(case.body, scope, path + ((case, "body"),), loops, no_grad)
-        else:  # anything new in the grammar: read it, do not descend
-            self._stmt(node, node, scope, path, loops, no_grad)
+                self._block(case.body, scope, path + ((case, "body"),), loops, no_grad)
+        else:
+            stmt = self._stmt(node, scope, path, loops, no_grad, block)
+            self._small(node, stmt)
 
-    def _function(self, node: cst.FunctionDef, scope, path, loops, no_grad) -> None:
-        header = self._stmt(node, node, scope, path, loops, no_grad)
-        for decorator in node.decorators:
-            self._read(decorator.decorator, header)
-        class_node = next((n for n, _ in reversed(path) if isinstance(n, cst.ClassDef)), None)
-        inner_no_grad = no_grad or any(
-            (dotted(d.decorator.func) if isinstance(d.decorator, cst.Call) else dotted(d.decorator) or "")
-            .rsplit(".", 1)[-1] in NO_GRAD_CONTEXTS
-            for d in node.decorators
-        )
+    def _function(self, node: FunctionNode, block, scope, path, loops, no_grad) -> None:
+        header = self._stmt(node, scope, path, loops, no_grad, block)
+        for decorator in node.decorator_list:
+            self._read(decorator, header)
+        class_node = path[-1][0] if path and isinstance(path[-1][0], ast.ClassDef) else None
+        inner_no_grad = no_grad or any(_no_grad_decorator(d) for d in node.decorator_list)
         inner = Scope(
             node=node,
-            name=node.name.value,
+            name=node.name,
             parent=scope,
-            class_node=class_node if class_node is not None and path and path[-1][0] is class_node else None,
-            class_bases=tuple(
-                dotted(base.value) or "" for base in (class_node.bases if class_node is not None else ())
-            ),
+            class_node=class_node,
+            class_bases=tuple(dotted(base) or "" for base in (class_node.bases if class_node is not None else ())),
             no_grad=inner_no_grad,
         )
         self.scopes.append(inner)
-        self.functions.setdefault(node.name.value, []).append(inner)
-        params = node.params
-        for param in (*params.posonly_params, *params.params, *params.kwonly_params):
-            inner.params.append(param.name.value)
-        for param in (params.star_arg, params.star_kwarg):
-            if isinstance(param, cst.Param):
-                inner.params.append(param.name.value)
-        param_stmt = self._stmt(node, node, inner, (), (), inner_no_grad)
+        self.functions.setdefault(node.name, []).append(inner)
+        args = node.args
+        for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
+            if arg is not None:
+                inner.params.append(arg.arg)
+        param_stmt = self._stmt(node, inner, (), (), inner_no_grad)
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
         loops_inside: tuple[Loop, ...] = ()
@@ -254,106 +249,109 @@ class _Collector:
             hook.first_order = self.order + 1
             inner.loops.append(hook)
             loops_inside = (hook,)
-        self._suite(node.body, inner, (), loops_inside, inner_no_grad)
+        self._block(node.body, inner, (), loops_inside, inner_no_grad)
         if loops_inside:
             loops_inside[0].last_order = self.order
 
-    def _loop(self, node, scope, path, loops, no_grad) -> None:
-        header = self._stmt(node, node, scope, path, loops, no_grad)
+    def _loop(self, node, block, scope, path, loops, no_grad) -> None:
+        header = self._stmt(node, scope, path, loops, no_grad, block)
         loop = Loop(node=node, header=header, scope=scope, parent=loops[-1] if loops else None)
-        if isinstance(node, cst.For):
+        is_for = isinstance(node, FOR_LOOPS)
+        if is_for:
             loop.iter_expr = node.iter
             self._read(node.iter, header)
-            names = _target_names(node.target)
-            loop.targets = tuple(name for name, _ in names)
+            loop.targets = tuple(name for name, _ in target_names(node.target))
         else:
             self._read(node.test, header)
         scope.loops.append(loop)
         inner_loops = loops + (loop,)
         loop.first_order = self.order + 1
-        if isinstance(node, cst.For):
+        if is_for:
             # The loop target is written at the top of every iteration.
-            target_stmt = self._stmt(node, node, scope, path + ((node, "body"),), inner_loops, no_grad)
-            for name, index in _target_names(node.target):
+            target_stmt = self._stmt(node, scope, path + ((node, "body"),), inner_loops, no_grad)
+            for name, index in target_names(node.target):
                 self._define(Definition(name, "for", node.iter, target_stmt, index=index))
                 self._occur(name, True, False, False, target_stmt)
-        self._suite(node.body, scope, path + ((node, "body"),), inner_loops, no_grad)
+        self._block(node.body, scope, path + ((node, "body"),), inner_loops, no_grad)
         loop.last_order = self.order
-        if node.orelse is not None:
-            self._suite(node.orelse.body, scope, path + ((node, "orelse"),), loops, no_grad)
+        self._block(node.orelse, scope, path + ((node, "orelse"),), loops, no_grad)
 
-    def _with(self, node: cst.With, scope, path, loops, no_grad) -> None:
-        header = self._stmt(node, node, scope, path, loops, no_grad)
+    def _with(self, node, block, scope, path, loops, no_grad) -> None:
+        header = self._stmt(node, scope, path, loops, no_grad, block)
         inner_no_grad = no_grad
         for item in node.items:
-            self._read(item.item, header, context_manager=True)
-            if isinstance(item.item, cst.Call):
-                name = dotted(item.item.func) or ""
-                last = name.rsplit(".", 1)[-1]
+            context = item.context_expr
+            self._read(context, header, context_manager=True)
+            if isinstance(context, ast.Call):
+                last = last_part(dotted(context.func))
                 if last in NO_GRAD_CONTEXTS:
                     inner_no_grad = True
-                if last == "set_grad_enabled" and item.item.args and isinstance(
-                    item.item.args[0].value, cst.Name
-                ) and item.item.args[0].value.value == "False":
+                if last == "set_grad_enabled" and context.args and is_constant(context.args[0], False):
                     inner_no_grad = True
-            if item.asname is not None:
-                for name, index in _target_names(item.asname.name):
-                    self._define(Definition(name, "with", item.item, header, index=index))
+            if item.optional_vars is not None:
+                for name, index in target_names(item.optional_vars):
+                    self._define(Definition(name, "with", context, header, index=index))
                     self._occur(name, True, False, False, header)
-        self._suite(node.body, scope, path + ((node, "body"),), loops, inner_no_grad)
+        self._block(node.body, scope, path + ((node, "body"),), loops, inner_no_grad)
 
-    # --- small statements --------------------------------------------------------------
-    def _small(self, node: cst.BaseSmallStatement, stmt: Stmt) -> None:
-        if isinstance(node, cst.Assign):
+    # --- simple statements -------------------------------------------------------------
+    def _small(self, node: ast.stmt, stmt: Stmt) -> None:
+        if isinstance(node, ast.Assign):
             self._read(node.value, stmt)
             for target in node.targets:
-                self._assign_target(target.target, node.value, stmt)
-        elif isinstance(node, cst.AnnAssign):
+                self._assign_target(target, node.value, stmt)
+        elif isinstance(node, ast.AnnAssign):
             if node.value is not None:
                 self._read(node.value, stmt)
                 self._assign_target(node.target, node.value, stmt)
-        elif isinstance(node, cst.AugAssign):
+        elif isinstance(node, ast.AugAssign):
             self._read(node.value, stmt)
             name = dotted(node.target)
             if name is not None:
                 self._occur(name, False, False, False, stmt)
-                op = type(node.operator).__name__
+                op = _AUG_NAMES.get(type(node.op), type(node.op).__name__)
                 self._define(Definition(name, "aug", node.value, stmt, op=op))
                 self._occur(name, True, False, False, stmt)
             else:
                 self._read(node.target, stmt)
-        elif isinstance(node, cst.Expr):
+        elif isinstance(node, ast.Expr):
             self._read(node.value, stmt)
             call = node.value
-            if isinstance(call, cst.Call):
+            if isinstance(call, ast.Call):
                 receiver, method = method_of(call)
                 name = dotted(receiver) if receiver is not None else None
                 if name is not None and method is not None and method.endswith("_"):
                     self._define(Definition(name, "inplace", call, stmt, op=method))
-        elif isinstance(node, cst.Return):
+        elif isinstance(node, ast.Return):
             if node.value is not None:
                 self._read(node.value, stmt)
                 stmt.scope.returns.append((node.value, stmt))
-        elif isinstance(node, cst.Import):
+        elif isinstance(node, ast.Import):
             for alias in node.names:
-                origin = dotted(alias.name) or ""
                 if alias.asname is not None:
-                    self.imports[dotted(alias.asname.name) or origin] = origin
+                    self.imports[alias.asname] = alias.name
                 else:
-                    self.imports.setdefault(origin.split(".")[0], origin.split(".")[0])
-        elif isinstance(node, cst.ImportFrom):
-            module_name = dotted(node.module) if node.module is not None else ""
-            if not isinstance(node.names, cst.ImportStar):
-                for alias in node.names:
-                    origin = dotted(alias.name) or ""
-                    local = dotted(alias.asname.name) if alias.asname is not None else origin
-                    self.imports[local or origin] = f"{module_name}.{origin}" if module_name else origin
+                    head = alias.name.split(".")[0]
+                    self.imports.setdefault(head, head)
+        elif isinstance(node, ast.ImportFrom):
+            module_name = node.module or ""
+            for alias in node.names:
+                if alias.name == "*":
+                    continue
+                local = alias.asname or alias.name
+                self.imports[local] = f"{module_name}.{alias.name}" if module_name else alias.name
+                if node.level:
+                    self.relative[local] = (node.level, f"{module_name}.{alias.name}" if module_name else alias.name)
+        elif isinstance(node, ast.Delete):
+            for target in node.targets:
+                self._read(target, stmt)
         else:
-            self._read(node, stmt)
+            for child in ast.iter_child_nodes(node):
+                self._read(child, stmt)
 
     def _assign_target(self, target, value, stmt) -> None:
-        if isinstance(target, (cst.Tuple, cst.List)):
-            for name, index in _target_names(target):
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for name, index in target_names(target):
                 self._define(Definition(name, "unpack", value, stmt, index=index))
                 self._occur(name, True, False, False, stmt)
             return
@@ -369,20 +367,21 @@ class _Collector:
         definition.stmt.scope.defs.setdefault(definition.name, []).append(definition)
 
     def _occur(self, name, write, detached, in_arg, stmt) -> None:
+        if not write and self.bound and name.split(".")[0] in self.bound:
+            return
         self.seq += 1
         stmt.scope.occurrences.append(Occurrence(name, write, detached, in_arg, stmt, self.seq))
 
-
-    def _read(self, node: cst.CSTNode, stmt: Stmt, detached=False, in_arg=False, context_manager=False) -> None:
-        if isinstance(node, (cst.Name, cst.Attribute)):
+    def _read(self, node: ast.AST, stmt: Stmt, detached=False, in_arg=False, context_manager=False) -> None:
+        if isinstance(node, (ast.Name, ast.Attribute)):
             name = dotted(node)
             if name is not None:
                 self._occur(name, False, detached, in_arg, stmt)
                 return
-        if isinstance(node, cst.Call):
+        if isinstance(node, ast.Call):
             stmt.scope.calls.append(CallSite(node, stmt, context_manager))
             receiver, method = method_of(node)
-            func_name = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
+            func_name = last_part(dotted(node.func)).lower()
             if receiver is not None and method in DETACH_METHODS:
                 self._read(receiver, stmt, True, in_arg)
             else:
@@ -392,30 +391,39 @@ class _Collector:
                     self._read(node.func, stmt, detached, False)
                 args_detached = detached or any(h in func_name for h in DETACH_FUNCTION_HINTS)
                 for arg in node.args:
-                    self._read(arg.value, stmt, args_detached, True)
+                    self._read(arg, stmt, args_detached, True)
+                for kw in node.keywords:
+                    self._read(kw.value, stmt, args_detached, True)
             return
-        if isinstance(node, cst.Lambda):
+        if isinstance(node, ast.Lambda):
             return
-        if isinstance(node, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+        if isinstance(node, (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp)):
             self._read_comprehension(node, stmt, detached, in_arg)
             return
-        for child in node.children:
+        if isinstance(node, ast.NamedExpr):
+            self._read(node.value, stmt, detached, in_arg)
+            self._assign_target(node.target, node.value, stmt)
+            return
+        for child in ast.iter_child_nodes(node):
             self._read(child, stmt, detached, in_arg)
 
     def _read_comprehension(self, node, stmt, detached, in_arg) -> None:
         # `tuple(h.detach() for h in hidden)` detaches `hidden`: the element expression decides.
-        element = node.elt if not isinstance(node, cst.DictComp) else node.value
+        element = node.value if isinstance(node, ast.DictComp) else node.elt
         element_detached = detached
-        if isinstance(element, cst.Call):
-            receiver, method = method_of(element)
+        if isinstance(element, ast.Call):
+            _, method = method_of(element)
             element_detached = detached or method in DETACH_METHODS
-        comp = node.for_in
-        while comp is not None:
-            self._read(comp.iter, stmt, element_detached, in_arg)
-            comp = comp.inner_for_in
+        bound = {name for gen in node.generators for name, _ in target_names(gen.target)}
+        for generator in node.generators:
+            self._read(generator.iter, stmt, element_detached, in_arg)
         if not element_detached:
+            # Names bound by the comprehension itself are not the enclosing scope's names.
+            outer = self.bound
+            self.bound = outer | bound
             self._read(element, stmt, detached, in_arg)
+            self.bound = outer
 
 
-def collect(module: cst.Module) -> Collected:
+def collect(module: ast.Module) -> Collected:
     return _Collector(module).run()

@@ -6,17 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, mentions, method_of, strip_parens
+from accumlint.analysis.exprs import dotted, is_number, mentions, method_of
 
 _PASS_THROUGH_METHODS = {
     "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
     "view", "reshape", "contiguous", "clone", "type", "type_as", "requires_grad_", "flatten",
 }
 _DIVIDING_METHODS = {"div", "div_", "divide", "true_divide", "true_divide_", "mul", "mul_", "multiply"}
-_DIVIDING_OPERATORS = (cst.Divide, cst.FloorDivide, cst.Multiply)
+_DIVIDING_OPERATORS = (ast.Div, ast.FloorDiv, ast.Mult)
 _DIVIDING_AUG = {"DivideAssign", "FloorDivideAssign", "MultiplyAssign"}
 _SUMMING_AUG = {"AddAssign", "SubtractAssign"}
 
@@ -63,11 +63,10 @@ def _divide(a: Scaling, names_k: bool) -> Scaling:
     return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False)
 
 
-def _reciprocal_of_k(expr: cst.BaseExpression, k_names: set[str]) -> bool:
-    expr = strip_parens(expr)
+def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
     return (
-        isinstance(expr, cst.BinaryOperation)
-        and isinstance(expr.operator, cst.Divide)
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, ast.Div)
         and not mentions(expr.left, k_names)
         and mentions(expr.right, k_names)
     )
@@ -92,19 +91,18 @@ class DataFlow:
         self._module_scope = collected.scopes[0]
 
     # --- scaling -----------------------------------------------------------------------
-    def scaling(self, expr: cst.BaseExpression, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
+    def scaling(self, expr: ast.expr, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
         if depth > 12:
             return UNKNOWN
-        expr = strip_parens(expr)
-        if isinstance(expr, (cst.Integer, cst.Float)):
+        if is_number(expr):
             return NEUTRAL
         name = dotted(expr)
         if name is not None:
             return self._name_scaling(name, expr, at, k_names, depth)
-        if isinstance(expr, cst.BinaryOperation):
-            if isinstance(expr.operator, _DIVIDING_OPERATORS):
+        if isinstance(expr, ast.BinOp):
+            if isinstance(expr.op, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
-                if isinstance(expr.operator, cst.Multiply):
+                if isinstance(expr.op, ast.Mult):
                     if left.neutral:
                         left = self.scaling(expr.right, at, k_names, depth + 1)
                     # `loss * k` undoes a division; only `loss * (1 / k)` divides by k.
@@ -112,20 +110,18 @@ class DataFlow:
                 else:
                     named = mentions(expr.right, k_names)
                 return _divide(left, named)
-            if isinstance(expr.operator, (cst.Add, cst.Subtract)):
+            if isinstance(expr.op, (ast.Add, ast.Sub)):
                 return _combine_sum(
                     self.scaling(expr.left, at, k_names, depth + 1),
                     self.scaling(expr.right, at, k_names, depth + 1),
                 )
             return UNKNOWN
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Call):
             return self._call_scaling(expr, at, k_names, depth)
-        if isinstance(expr, cst.Subscript):
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
             return self.scaling(expr.value, at, k_names, depth + 1)
-        if isinstance(expr, cst.Attribute):
-            return self.scaling(expr.value, at, k_names, depth + 1)
-        if isinstance(expr, cst.UnaryOperation):
-            return self.scaling(expr.expression, at, k_names, depth + 1)
+        if isinstance(expr, ast.UnaryOp):
+            return self.scaling(expr.operand, at, k_names, depth + 1)
         return UNKNOWN
 
     def _name_scaling(self, name, expr, at: Stmt, k_names, depth) -> Scaling:
@@ -133,7 +129,7 @@ class DataFlow:
         if base is None and not updates and at.scope is not self._module_scope and name not in at.scope.params:
             base, updates = reaching(name, self._module_scope, 1 << 30)
         if base is None and not updates:
-            if isinstance(expr, cst.Attribute):
+            if isinstance(expr, ast.Attribute):
                 return self.scaling(expr.value, at, k_names, depth + 1)
             return UNKNOWN
         result = self._definition_scaling(base, k_names, depth) if base is not None else NEUTRAL
@@ -151,26 +147,26 @@ class DataFlow:
     def _definition_scaling(self, definition: Definition, k_names, depth) -> Scaling:
         if definition.kind == "assign" and definition.value is not None:
             return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
-        if definition.kind == "unpack" and isinstance(definition.value, cst.Call):
+        if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             helper = self._helper_returns(definition.value)
             if helper is not None:
                 return self._returns_scaling(helper, k_names, depth, definition.index)
             return self._source(definition.value, k_names)
         return UNKNOWN
 
-    def _source(self, call: cst.Call, k_names) -> Scaling:
+    def _source(self, call: ast.Call, k_names) -> Scaling:
         """A call we cannot see into: unscaled, unless it is handed k (it may divide inside)."""
-        if any(mentions(arg.value, k_names) for arg in call.args):
+        if any(mentions(arg, k_names) for arg in call.args) or any(mentions(kw.value, k_names) for kw in call.keywords):
             return UNKNOWN
         return SOURCE
 
-    def _helper_returns(self, call: cst.Call) -> Optional[list[tuple[cst.BaseExpression, Stmt]]]:
+    def _helper_returns(self, call: ast.Call) -> Optional[list[tuple[ast.expr, Stmt]]]:
         func = call.func
         name = None
-        if isinstance(func, cst.Name):
-            name = func.value
-        elif isinstance(func, cst.Attribute) and dotted(func.value) == "self":
-            name = func.attr.value
+        if isinstance(func, ast.Name):
+            name = func.id
+        elif isinstance(func, ast.Attribute) and dotted(func.value) == "self":
+            name = func.attr
         scopes = self.collected.functions.get(name or "", [])
         if len(scopes) != 1 or not scopes[0].returns:
             return None
@@ -179,10 +175,9 @@ class DataFlow:
     def _returns_scaling(self, returns, k_names, depth, index=()) -> Scaling:
         results = []
         for value, stmt in returns:
-            value = strip_parens(value)
             for position in index:
-                if isinstance(value, cst.Tuple) and position < len(value.elements):
-                    value = strip_parens(value.elements[position].value)
+                if isinstance(value, ast.Tuple) and position < len(value.elts):
+                    value = value.elts[position]
                 else:
                     return UNKNOWN
             results.append(self.scaling(value, stmt, k_names, depth + 1))
@@ -191,21 +186,21 @@ class DataFlow:
             return UNKNOWN
         return first
 
-    def _call_scaling(self, call: cst.Call, at: Stmt, k_names, depth) -> Scaling:
+    def _call_scaling(self, call: ast.Call, at: Stmt, k_names, depth) -> Scaling:
         receiver, method = method_of(call)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
             if method.startswith(("mul", "multiply")):
-                return _divide(inner, any(_reciprocal_of_k(a.value, k_names) for a in call.args))
-            return _divide(inner, any(mentions(a.value, k_names) for a in call.args))
+                return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args))
+            return _divide(inner, any(mentions(a, k_names) for a in call.args))
         if receiver is not None and method in _PASS_THROUGH_METHODS:
             return self.scaling(receiver, at, k_names, depth + 1)
         if receiver is not None and method == "scale" and call.args:
-            return self.scaling(call.args[0].value, at, k_names, depth + 1)
+            return self.scaling(call.args[0], at, k_names, depth + 1)
         full = dotted(call.func) or ""
         if full.rsplit(".", 1)[-1] in {"div", "divide", "true_divide", "mul", "multiply"} and len(call.args) >= 2:
-            inner = self.scaling(call.args[0].value, at, k_names, depth + 1)
-            return _divide(inner, mentions(call.args[1].value, k_names))
+            inner = self.scaling(call.args[0], at, k_names, depth + 1)
+            return _divide(inner, mentions(call.args[1], k_names))
         if full in {"sum", "torch.stack", "torch.cat"}:
             return UNKNOWN
         helper = self._helper_returns(call)
@@ -214,35 +209,34 @@ class DataFlow:
         return self._source(call, k_names)
 
     # --- graphs -------------------------------------------------------------------------
-    def carries_graph(self, expr: cst.BaseExpression, at: Stmt, depth: int = 0) -> bool:
+    def carries_graph(self, expr: ast.expr, at: Stmt, depth: int = 0) -> bool:
         """True only when the value is shown to hold an autograd graph (a model or loss output)."""
         if depth > 12 or at.no_grad:
             return False
-        expr = strip_parens(expr)
         name = dotted(expr)
         if name is not None:
-            if isinstance(expr, cst.Attribute) and expr.attr.value in _NO_GRAPH_ATTRIBUTES:
+            if isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES:
                 return False
             base, updates = reaching(name, at.scope, at.order)
             if base is None:
-                return isinstance(expr, cst.Attribute) and self.carries_graph(expr.value, at, depth + 1)
+                return isinstance(expr, ast.Attribute) and self.carries_graph(expr.value, at, depth + 1)
             if self._definition_carries(base, depth):
                 return True
             return any(
                 u.kind == "aug" and u.value is not None and self.carries_graph(u.value, u.stmt, depth + 1)
                 for u in updates
             )
-        if isinstance(expr, cst.Call):
+        if isinstance(expr, ast.Call):
             return self._call_carries(expr, at, depth)
-        if isinstance(expr, cst.BinaryOperation):
+        if isinstance(expr, ast.BinOp):
             return self.carries_graph(expr.left, at, depth + 1) or self.carries_graph(expr.right, at, depth + 1)
-        if isinstance(expr, (cst.Subscript, cst.Attribute)):
+        if isinstance(expr, (ast.Subscript, ast.Attribute)):
             return self.carries_graph(expr.value, at, depth + 1)
-        if isinstance(expr, cst.UnaryOperation):
-            return self.carries_graph(expr.expression, at, depth + 1)
-        if isinstance(expr, (cst.Tuple, cst.List)):
-            return any(self.carries_graph(e.value, at, depth + 1) for e in expr.elements)
-        if isinstance(expr, cst.IfExp):
+        if isinstance(expr, ast.UnaryOp):
+            return self.carries_graph(expr.operand, at, depth + 1)
+        if isinstance(expr, (ast.Tuple, ast.List)):
+            return any(self.carries_graph(e, at, depth + 1) for e in expr.elts)
+        if isinstance(expr, ast.IfExp):
             return self.carries_graph(expr.body, at, depth + 1) and self.carries_graph(expr.orelse, at, depth + 1)
         return False
 
@@ -251,14 +245,14 @@ class DataFlow:
             return False
         if definition.kind == "assign":
             return self.carries_graph(definition.value, definition.stmt, depth + 1)
-        if definition.kind == "unpack" and isinstance(definition.value, cst.Call):
+        if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             _, method = method_of(definition.value)
             if method in _INDEX_RETURNING and definition.index[:1] == (1,):
                 return False  # (values, indices): indices carry no graph
             return self._call_carries(definition.value, definition.stmt, depth + 1)
         return False
 
-    def _call_carries(self, call: cst.Call, at: Stmt, depth: int) -> bool:
+    def _call_carries(self, call: ast.Call, at: Stmt, depth: int) -> bool:
         receiver, method = method_of(call)
         if method in _NO_GRAPH_METHODS or method is None:
             return False

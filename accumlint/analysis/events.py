@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import roles as R
 from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_true, keyword, method_of, positional
+from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, method_of, positional
 
 BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = (
     "backward", "step", "zero_grad", "clip", "unscale", "update", "sched_step",
@@ -23,13 +23,13 @@ _HELPER_KINDS = {BACKWARD, STEP, ZERO, SCHED, UPDATE, UNSCALE, CLIP}
 class Event:
     kind: str
     stmt: Stmt
-    call: Optional[cst.Call] = None
+    call: Optional[ast.Call] = None
     receiver: Optional[str] = None
-    tensor: Optional[cst.BaseExpression] = None  # what a backward differentiates
+    tensor: Optional[ast.expr] = None  # what a backward differentiates
     scaler: Optional[str] = None  # `scaler` of scaler.scale(x).backward() / scaler.step(opt)
     optimizer: Optional[str] = None  # argument of scaler.step / scaler.unscale_
     framework: Optional[str] = None  # accelerate, deepspeed, lightning, fabric (backward)
-    retain_graph: Optional[cst.BaseExpression] = None
+    retain_graph: Optional[ast.expr] = None
     self_unscaling: bool = False  # a clip that unscales by itself (Accelerate, Lightning, Fabric)
     helper: Optional[str] = None  # name of the local function the event happens in
 
@@ -60,7 +60,7 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
         event.tensor, event.framework = positional(call, 0), "fabric"
     elif role == R.ENGINE:
         event.tensor, event.framework = positional(call, 0), "deepspeed"
-    elif isinstance(receiver, cst.Call) and method_of(receiver)[1] == "scale":
+    elif isinstance(receiver, ast.Call) and method_of(receiver)[1] == "scale":
         scale_owner = method_of(receiver)[0]
         event.tensor = positional(receiver, 0)
         event.scaler = dotted(scale_owner) if scale_owner is not None else None
@@ -85,7 +85,7 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
             return Event(STEP, site.stmt, call, name, optimizer=name)
         if role == R.SCHEDULER:
             return Event(SCHED, site.stmt, call, name)
-        if isinstance(receiver, cst.Call) and method_of(receiver)[1] == "optimizers":
+        if isinstance(receiver, ast.Call) and method_of(receiver)[1] == "optimizers":
             return Event(STEP, site.stmt, call, None)
         return None
     if method == "zero_grad" and role != R.SCHEDULER:
@@ -110,7 +110,7 @@ def _grad_set_to_none(scope: Scope) -> list[Event]:
             continue
         for definition in definitions:
             value = definition.value
-            if definition.kind == "assign" and isinstance(value, cst.Name) and value.value == "None":
+            if definition.kind == "assign" and is_constant(value, None):
                 found.append(Event(ZERO, definition.stmt, None, name))
     return found
 
@@ -119,7 +119,7 @@ def lightning_manual(collected: Collected) -> bool:
     """`self.automatic_optimization = False` somewhere in the file."""
     return any(
         name.endswith("automatic_optimization")
-        and any(isinstance(d.value, cst.Name) and d.value.value == "False" for d in definitions)
+        and any(is_constant(d.value, False) for d in definitions)
         for scope in collected.scopes
         for name, definitions in scope.defs.items()
     )
@@ -132,12 +132,12 @@ def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
     return [Event(BACKWARD, stmt, None, tensor=value, framework="lightning-auto") for value, stmt in scope.returns]
 
 
-def _helper_name(call: cst.Call) -> Optional[str]:
+def _helper_name(call: ast.Call) -> Optional[str]:
     """`f(...)` or `self.f(...)`: a call that may reach a function of this file."""
-    if isinstance(call.func, cst.Name):
-        return call.func.value
-    if isinstance(call.func, cst.Attribute) and isinstance(call.func.value, cst.Name) and call.func.value.value == "self":
-        return call.func.attr.value
+    if isinstance(call.func, ast.Name):
+        return call.func.id
+    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
+        return call.func.attr
     return None
 
 

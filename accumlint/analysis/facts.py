@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterator
 
-import libcst as cst
+import ast
 
 from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
@@ -14,6 +14,7 @@ from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis.exprs import forget_names
 from accumlint.analysis.roles import Roles, infer_roles
 from accumlint.analysis.windows import Window, find_windows
+from accumlint.source import SourceText
 
 
 @dataclass
@@ -39,7 +40,8 @@ class ScopeFacts:
 
 @dataclass
 class ModuleFacts:
-    module: cst.Module
+    module: ast.Module
+    source: SourceText
     collected: Collected
     roles: Roles
     flow: DataFlow
@@ -47,13 +49,13 @@ class ModuleFacts:
 
 
 
-def analyse(module: cst.Module) -> ModuleFacts:
+def analyse(module: ast.Module, source: SourceText) -> ModuleFacts:
     forget_names()
     forget_ancestry()
     collected = collect(module)
     roles = infer_roles(collected)
     events = collect_events(collected, roles)
-    facts = ModuleFacts(module, collected, roles, DataFlow(collected))
+    facts = ModuleFacts(module, source, collected, roles, DataFlow(collected))
     for scope in collected.scopes:
         scope_events = events[id(scope)]
         facts.scopes.append(ScopeFacts(scope, scope_events, find_windows(scope, scope_events)))

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis.collect import Collected, Definition
 from accumlint.analysis.exprs import dotted, int_value, keyword, positional
@@ -53,7 +53,7 @@ def _role_from_name(name: str) -> Optional[str]:
 class Roles:
     by_name: dict[str, str] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # passed through accelerator.prepare
-    accelerator_gas: dict[str, Optional[cst.BaseExpression]] = field(default_factory=dict)
+    accelerator_gas: dict[str, Optional[ast.expr]] = field(default_factory=dict)
     ddp_models: set[str] = field(default_factory=set)
     imports: dict[str, str] = field(default_factory=dict)
     uses_deepspeed: bool = False
@@ -79,8 +79,8 @@ class Roles:
         return gas is not None and int_value(gas) != 1
 
 
-def _constructed_role(value: cst.BaseExpression, roles: Roles) -> Optional[str]:
-    if not isinstance(value, cst.Call):
+def _constructed_role(value: ast.expr, roles: Roles) -> Optional[str]:
+    if not isinstance(value, ast.Call):
         return None
     full = roles.canonical(dotted(value.func))
     last = full.rsplit(".", 1)[-1]
@@ -106,9 +106,9 @@ def _constructed_role(value: cst.BaseExpression, roles: Roles) -> Optional[str]:
 def _prepare_targets(definition: Definition, roles: Roles) -> None:
     """`model, opt, dl, sched = accelerator.prepare(model, opt, dl, sched)`: roles pass through."""
     call = definition.value
-    if not isinstance(call, cst.Call) or not isinstance(call.func, cst.Attribute):
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
         return
-    if call.func.attr.value not in {"prepare", "setup", "setup_optimizers"}:
+    if call.func.attr not in {"prepare", "setup", "setup_optimizers"}:
         return
     owner = roles.role(dotted(call.func.value))
     if owner not in {ACCELERATOR, FABRIC}:
@@ -130,7 +130,7 @@ def infer_roles(collected: Collected) -> Roles:
         if definition.kind not in {"assign", "unpack"} or definition.value is None:
             continue
         value = definition.value
-        if definition.kind == "unpack" and isinstance(value, cst.Call):
+        if definition.kind == "unpack" and isinstance(value, ast.Call):
             full = roles.canonical(dotted(value.func))
             # deepspeed.initialize returns (engine, optimizer, loader, scheduler).
             if full.endswith("deepspeed.initialize") or full == "initialize" and roles.uses_deepspeed:
@@ -144,7 +144,7 @@ def infer_roles(collected: Collected) -> Roles:
         if role is None:
             continue
         roles.by_name[definition.name] = role
-        if role == ACCELERATOR and isinstance(value, cst.Call):
+        if role == ACCELERATOR and isinstance(value, ast.Call):
             gas = keyword(value, "gradient_accumulation_steps")
             if gas is None and keyword(value, "gradient_accumulation_plugin") is not None:
                 gas = keyword(value, "gradient_accumulation_plugin")

@@ -6,17 +6,17 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
-import libcst as cst
+import ast
 
-from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.collect import FOR_LOOPS, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
-from accumlint.analysis.exprs import dotted, int_value, names_in, positional, strip_parens
+from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, positional, positionals
 
 
 @dataclass(frozen=True)
 class GateTest:
-    k: cst.BaseExpression
-    counter: cst.BaseExpression
+    k: ast.expr
+    counter: ast.expr
     positive: bool  # True: the test holds at the window's end
     end_clause: bool  # `or i + 1 == len(loader)`: it also fires when the data ends
     flag: Optional[str] = None  # the test was computed earlier into this name
@@ -27,10 +27,10 @@ class Window:
     form: str  # "gate" (if-block), "continue" (early continue), "inner" (micro-step loop)
     micro_loop: Loop  # one iteration of it is one micro-step
     step_loop: Loop  # the loop whose body holds the step
-    k: cst.BaseExpression
+    k: ast.expr
     k_names: set[str]
     step: Event
-    gate: Optional[cst.If] = None
+    gate: Optional[ast.If] = None
     gate_header: Optional[Stmt] = None
     test: Optional[GateTest] = None
     branch: Optional[str] = None  # branch of `gate` that holds the step
@@ -73,90 +73,82 @@ class Window:
     def _gated_once_per_window(self, stmt: Stmt) -> bool:
         """Inside another `if` on the same `% k` boundary (`if i % k == 0: zero_grad()` at the
         start of each window): runs once per window too."""
-        k = dotted(strip_parens(self.k))
+        k = dotted(self.k)
         if k is None:
             return False
         scope = self.micro_loop.scope
         for node, branch in stmt.path:
-            if isinstance(node, cst.If):
+            if isinstance(node, ast.If):
                 test = parse_gate(node.test, scope, stmt.order)
-                if test is not None and dotted(strip_parens(test.k)) == k and test.positive == (branch == "body"):
+                if test is not None and dotted(test.k) == k and test.positive == (branch == "body"):
                     return True
         return False
 
 
-def _modulo(expr: cst.BaseExpression) -> Optional[cst.BinaryOperation]:
-    expr = strip_parens(expr)
-    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo):
-        if isinstance(strip_parens(expr.left), (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mod):
+        if is_string(expr.left):
             return None  # string formatting, not arithmetic
-        k = int_value(strip_parens(expr.right))
+        k = int_value(expr.right)
         if k is not None and k <= 1:
             return None
         return expr
     return None
 
 
-def _flag_value(name: str, scope: Scope, before: int) -> Optional[cst.BaseExpression]:
+def _flag_value(name: str, scope: Scope, before: int) -> Optional[ast.expr]:
     reaching = [d for d in scope.definitions(name) if d.kind == "assign" and d.order < before]
     return reaching[-1].value if reaching else None
 
 
-def parse_gate(test: cst.BaseExpression, scope: Scope, at: int, depth: int = 0) -> Optional[GateTest]:
+def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optional[GateTest]:
     """Read `(i + 1) % k == 0`, `step % k == k - 1`, `not (i + 1) % k`, `(i + 1) % k != 0`,
     `... or i + 1 == len(loader)` and flags assigned from such tests."""
     if depth > 4:
         return None
-    test = strip_parens(test)
-    if isinstance(test, cst.BooleanOperation):
-        left = parse_gate(test.left, scope, at, depth + 1)
-        right = parse_gate(test.right, scope, at, depth + 1)
-        gate = left or right
-        if gate is None or (left is not None and right is not None):
+    if isinstance(test, ast.BoolOp):
+        parsed = [parse_gate(value, scope, at, depth + 1) for value in test.values]
+        gates = [g for g in parsed if g is not None]
+        if len(gates) != 1:
             return None
-        if isinstance(test.operator, cst.Or):
+        gate = gates[0]
+        if isinstance(test.op, ast.Or):
             return replace(gate, end_clause=True) if gate.positive else None
         # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
         return gate if gate.positive else replace(gate, end_clause=True)
-    if isinstance(test, cst.UnaryOperation) and isinstance(test.operator, cst.Not):
-        gate = parse_gate(test.expression, scope, at, depth + 1)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        gate = parse_gate(test.operand, scope, at, depth + 1)
         if gate is None:
             return None
         # `not (gate or end)` is "neither at a boundary nor at the end": still a negative gate.
         return replace(gate, positive=not gate.positive)
-    if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-        comparison = test.comparisons[0]
-        modulo = _modulo(test.left) or _modulo(comparison.comparator)
+    if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        modulo = _modulo(test.left) or _modulo(test.comparators[0])
         if modulo is None:
             return None
-        if isinstance(comparison.operator, cst.Equal):
+        if isinstance(test.ops[0], ast.Eq):
             return GateTest(modulo.right, modulo.left, True, False)
-        if isinstance(comparison.operator, cst.NotEqual):
+        if isinstance(test.ops[0], ast.NotEq):
             return GateTest(modulo.right, modulo.left, False, False)
         return None
     modulo = _modulo(test)
     if modulo is not None:  # truthy remainder: not at the window's end
         return GateTest(modulo.right, modulo.left, False, False)
-    if isinstance(test, cst.Name):
-        value = _flag_value(test.value, scope, at)
+    if isinstance(test, ast.Name):
+        value = _flag_value(test.id, scope, at)
         if value is not None:
             gate = parse_gate(value, scope, at, depth + 1)
-            return replace(gate, flag=test.value) if gate is not None else None
+            return replace(gate, flag=test.id) if gate is not None else None
     return None
 
 
-def _ends_with_continue(suite: cst.BaseSuite) -> bool:
-    if isinstance(suite, cst.IndentedBlock) and suite.body:
-        last = suite.body[-1]
-        return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Continue)
-    if isinstance(suite, cst.SimpleStatementSuite):
-        return isinstance(suite.body[-1], cst.Continue)
-    return False
+def _ends_with_continue(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], ast.Continue)
 
 
-def k_aliases(k: cst.BaseExpression, scope: Scope) -> set[str]:
+def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     """The names that stand for k: k itself, what it was assigned from, and what was assigned from it."""
-    name = dotted(strip_parens(k))
+    name = dotted(k)
     names = {name} if name else set(names_in(k))
     scopes = []
     current: Optional[Scope] = scope
@@ -170,7 +162,7 @@ def k_aliases(k: cst.BaseExpression, scope: Scope) -> set[str]:
                 for definition in definitions:
                     if definition.kind != "assign" or definition.value is None:
                         continue
-                    source = dotted(strip_parens(definition.value))
+                    source = dotted(definition.value)
                     if source is None:
                         continue  # `tokens = k * batch` is not another name for k
                     if target in names:
@@ -188,7 +180,7 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
     for node, branch in reversed(step.stmt.path):
         if node is loop.node:
             break
-        if not isinstance(node, cst.If):
+        if not isinstance(node, ast.If):
             continue
         header = next((s for s in scope.stmts if s.node is node), None)
         if header is None:
@@ -205,16 +197,18 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
             return Window("continue", loop, loop, test.k, set(), step, stmt.node, stmt, test, None)
     # nanoGPT: `for micro_step in range(k): ... backward ...` then the step.
     for inner in scope.loops:
-        if inner.parent is not loop or not isinstance(inner.node, cst.For) or inner.last_order >= step.order:
+        if inner.parent is not loop or not isinstance(inner.node, FOR_LOOPS) or inner.last_order >= step.order:
             continue
-        iterable = strip_parens(inner.iter_expr) if inner.iter_expr is not None else None
-        if not (isinstance(iterable, cst.Call) and dotted(iterable.func) == "range"):
+        iterable = inner.iter_expr
+        if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range") or iterable.keywords:
             continue
-        args = [a for a in iterable.args if a.keyword is None]
+        args = positionals(iterable)
+        if len(args) != len(iterable.args):
+            continue
         if len(args) == 1:
-            k = args[0].value
-        elif len(args) == 2 and int_value(args[0].value) == 0:
-            k = args[1].value
+            k = args[0]
+        elif len(args) == 2 and int_value(args[0]) == 0:
+            k = args[1]
         else:
             continue
         if int_value(k) is not None and int_value(k) <= 1:
@@ -229,16 +223,16 @@ def _continue_gates(loop: Loop, scope: Scope) -> list[tuple[Stmt, GateTest]]:
     found = []
     for stmt in scope.stmts:
         node = stmt.node
-        if stmt.loop is loop and isinstance(node, cst.If) and stmt.line is node and _ends_with_continue(node.body):
+        if stmt.loop is loop and isinstance(node, ast.If) and stmt.is_statement and _ends_with_continue(node.body):
             test = parse_gate(node.test, scope, stmt.order)
             if test is not None and not test.positive:
                 found.append((stmt, test))
     return found
 
 
-def _bound_to_one(k: cst.BaseExpression, scope: Scope) -> bool:
+def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
     """`K = 1` (one constant assignment in the file's scopes): no accumulation at all."""
-    name = dotted(strip_parens(k))
+    name = dotted(k)
     if name is None:
         return False
     current: Optional[Scope] = scope
@@ -290,11 +284,10 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
     return windows
 
 
-def range_len(iterable: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+def range_len(iterable: ast.expr) -> Optional[ast.expr]:
     """`range(len(x))` -> x."""
-    iterable = strip_parens(iterable)
-    if isinstance(iterable, cst.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1:
-        inner = iterable.args[0].value
-        if isinstance(inner, cst.Call) and dotted(inner.func) == "len":
+    if isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1:
+        inner = iterable.args[0]
+        if isinstance(inner, ast.Call) and dotted(inner.func) == "len":
             return positional(inner, 0)
     return None

@@ -4,16 +4,16 @@ from __future__ import annotations
 
 from typing import Iterator
 
-
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.exprs import divided, parenthesize, strip_parens
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import framework_divides, rescales_grads
+from accumlint.rules.edits import MUL, divided, replace, replace_receiver
 
 CODE = "ACC001"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
+    src = facts.source
     for sf in facts.scopes:
         if not sf.windows or rescales_grads(sf.scope):
             continue
@@ -23,14 +23,16 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if scaling.unknown or scaling.divided:
                 continue
-            k_text = facts.module.code_for_node(strip_parens(window.k))
-            new_tensor = divided(event.tensor, window.k.deep_clone())
+            k_text = src.segment(window.k)
+            new_tensor = divided(src, event.tensor, window.k)
             if event.tensor is getattr(event.call.func, "value", None):
-                new_tensor = parenthesize(new_tensor)
+                edit = replace_receiver(src, event.tensor, new_tensor, MUL)
+            else:
+                edit = replace(src, event.tensor, new_tensor)
             yield Violation(
                 CODE,
                 f"loss reaches backward without division by the accumulation steps `{k_text}`: "
                 f"each update is `{k_text}` times too large",
                 event.call,
-                Fix(f"Divide the loss by `{k_text}` at the backward call", "safe", {event.tensor: new_tensor}),
+                Fix(f"Divide the loss by `{k_text}` at the backward call", "safe", (edit,)),
             )

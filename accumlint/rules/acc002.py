@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
-from accumlint.analysis.exprs import dotted, method_of, names_in, strip_parens
+from accumlint.analysis.exprs import dotted, method_of, names_in
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import detach_call
+from accumlint.rules.edits import detached, replace
 
 CODE = "ACC002"
 _COLLECTING = {"append", "add_", "extend", "insert"}
 
 
-def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, cst.BaseExpression, Stmt]]:
+def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, ast.expr, Stmt]]:
     """(accumulator, added value, statement) for `A += E`, `A = A + E`, `A.append(E)` in the loop."""
     for name, definitions in scope.defs.items():
         for definition in definitions:
@@ -27,22 +27,22 @@ def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, cst.BaseExpr
             if definition.kind == "aug" and definition.op in {"AddAssign", "SubtractAssign"}:
                 yield name, definition.value, definition.stmt
             elif definition.kind == "assign":
-                value = strip_parens(definition.value)
-                if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
-                    if dotted(strip_parens(value.left)) == name:
+                value = definition.value
+                if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+                    if dotted(value.left) == name:
                         yield name, value.right, definition.stmt
-                    elif dotted(strip_parens(value.right)) == name:
+                    elif dotted(value.right) == name:
                         yield name, value.left, definition.stmt
     for site in scope.calls:
-        if not loop.contains(site.stmt) or not isinstance(site.stmt.node, cst.Expr):
+        if not loop.contains(site.stmt) or not isinstance(site.stmt.node, ast.Expr):
             continue
         receiver, method = method_of(site.call)
-        while isinstance(receiver, cst.Subscript):  # `losses["g"].append(loss)`: the dict keeps it
+        while isinstance(receiver, ast.Subscript):  # `losses["g"].append(loss)`: the dict keeps it
             receiver = receiver.value
         name = dotted(receiver) if receiver is not None else None
         if name and method in _COLLECTING and site.stmt.node.value is site.call:
             value_index = 1 if method == "insert" else 0
-            args = [a.value for a in site.call.args if a.keyword is None]
+            args = [a for a in site.call.args if not isinstance(a, ast.Starred)]
             if len(args) > value_index:
                 yield name, args[value_index], site.stmt
 
@@ -89,11 +89,12 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue
                 if _returned_to_backward(scope, name, facts):
                     continue
-                value_text = facts.module.code_for_node(value)
+                value_text = facts.source.segment(value)
+                new_value = detached(facts.source, value)
                 yield Violation(
                     CODE,
                     f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive: "
-                    f"add `{value_text}.detach()` (or `.item()`)",
+                    f"add `{new_value}` (or `.item()`)",
                     stmt.node,
-                    Fix(f"Detach `{value_text}` before keeping it", "safe", {value: detach_call(value)}),
+                    Fix(f"Detach `{value_text}` before keeping it", "safe", (replace(facts.source, value, new_value),)),
                 )

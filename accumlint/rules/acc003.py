@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
-from accumlint.analysis.exprs import dotted, strip_parens
+from accumlint.analysis.exprs import dotted, last_part
 from accumlint.model import Fix, Violation
-from accumlint.rules.edits import after, new_line, statement_line
+from accumlint.rules.edits import insert_after
 
 CODE = "ACC003"
 _TENSOR_STATE = {"GRU", "RNN", "GRUCell", "RNNCell", "Linear"}
@@ -56,15 +56,15 @@ def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, 
     return carried
 
 
-def _module_class(call: cst.BaseExpression, facts: ModuleFacts) -> Optional[str]:
+def _module_class(call: Optional[ast.expr], facts: ModuleFacts) -> Optional[str]:
     """The class a called module was built from in this file (`self.rnn = nn.LSTM(...)`)."""
-    if not isinstance(call, cst.Call):
+    if not isinstance(call, ast.Call):
         return None
     name = dotted(call.func)
     for scope in facts.collected.scopes:
         for definition in scope.definitions(name or ""):
-            if isinstance(definition.value, cst.Call):
-                return (dotted(definition.value.func) or "").rsplit(".", 1)[-1]
+            if isinstance(definition.value, ast.Call):
+                return last_part(dotted(definition.value.func))
     return None
 
 
@@ -79,10 +79,10 @@ def _detach_statement(name: str, definition: Definition, scope: Scope, loop: Loo
         return f"{name} = {name}.detach()", True
     before = [d for d in scope.definitions(name) if d.order < loop.first_order and d.kind == "assign"]
     if before:
-        initial = strip_parens(before[-1].value)
-        if isinstance(initial, (cst.Tuple, cst.List)):  # `hidden = (h0, c0)`
+        initial = before[-1].value
+        if isinstance(initial, (ast.Tuple, ast.List)):  # `hidden = (h0, c0)`
             return f"{name} = tuple(s.detach() for s in {name})", True
-        if isinstance(initial, cst.Call) and (dotted(initial.func) or "").rsplit(".", 1)[-1] in _FACTORIES:
+        if isinstance(initial, ast.Call) and last_part(dotted(initial.func)) in _FACTORIES:
             return f"{name} = {name}.detach()", True
     return f"{name} = {name}.detach()", False
 
@@ -108,18 +108,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 fix = None
                 # After the backward, and after the state's last assignment when that comes later.
                 last = max([backwards[-1].stmt] + [d.stmt for _, d in group], key=lambda s: s.order)
-                anchor = statement_line(last)
-                if anchor is not None:
-                    lines, safe = [], True
-                    for name, definition in group:
-                        text, known = _detach_statement(name, definition, scope, loop, facts)
-                        lines.append(new_line(text))
-                        safe = safe and known
-                    fix = Fix(
-                        f"Detach {names} right after backward",
-                        "safe" if safe else "unsafe",
-                        {anchor: after(anchor, *lines)},
-                    )
+                lines, safe = [], True
+                for name, definition in group:
+                    text, known = _detach_statement(name, definition, scope, loop, facts)
+                    lines.append(text)
+                    safe = safe and known
+                edit = insert_after(facts.source, last.node, lines) if last.is_statement else None
+                if edit is not None:
+                    fix = Fix(f"Detach {names} right after backward", "safe" if safe else "unsafe", (edit,))
                 yield Violation(
                     CODE,
                     f"{names} carries this iteration's autograd graph into the next one while backward "

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
-
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import CLIP, STEP, UNSCALE
 from accumlint.model import Fix, Violation
-from accumlint.rules.edits import before, lone_statement, new_line, statement_line
+from accumlint.rules.edits import insert_before, remove
 
 CODE = "ACC004"
 
@@ -49,16 +47,15 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             else:
                 reason = f"runs on scaled gradients: `{step.scaler}.unscale_()` is not called before it"
             fix = None
-            clip_line = statement_line(clip.stmt)
-            if clip_in_block and clip_line is not None and step.optimizer:
-                changes = {clip_line: before(clip_line, new_line(f"{step.scaler}.unscale_({step.optimizer})"))}
-                movable = True
+            if clip_in_block and step.optimizer and clip.stmt.is_statement:
+                insertion = insert_before(facts.source, clip.stmt.node, [f"{step.scaler}.unscale_({step.optimizer})"])
+                edits = [insertion]
                 for u in unscales:
-                    line = lone_statement(u.stmt)
-                    if line is None or line is clip_line:
-                        movable = False
-                    else:
-                        changes[line] = cst.RemovalSentinel.REMOVE
-                if movable:
-                    fix = Fix(f"Call `{step.scaler}.unscale_({step.optimizer})` right before clipping", "safe", changes)
+                    edits.append(None if u.stmt.node is clip.stmt.node else remove(facts.source, u.stmt.node, u.stmt.block))
+                if all(e is not None for e in edits):
+                    fix = Fix(
+                        f"Call `{step.scaler}.unscale_({step.optimizer})` right before clipping",
+                        "safe",
+                        tuple(e for e in edits if e is not None),
+                    )
             yield Violation(CODE, f"gradient clipping {reason}", clip.call, fix)

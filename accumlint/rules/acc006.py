@@ -4,22 +4,14 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
-
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.events import BACKWARD, STEP, retains_graph
 from accumlint.analysis.exprs import method_of
 from accumlint.model import Fix, Violation
+from accumlint.rules.edits import remove_keyword
 
 CODE = "ACC006"
-
-
-def _without_retain_graph(call: cst.Call) -> cst.Call:
-    args = [a for a in call.args if not (a.keyword is not None and a.keyword.value == "retain_graph")]
-    if args:
-        args[-1] = args[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-    return call.with_changes(args=args)
 
 
 def _shares_outer_graph(event, inner, sf, facts: ModuleFacts) -> bool:
@@ -56,10 +48,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue  # a second backward in the iteration may run through this graph
             if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
                 continue  # torch.autograd.grad in the same iteration may reuse the graph
+            edit = remove_keyword(facts.source, event.call, "retain_graph")
             yield Violation(
                 CODE,
                 "`retain_graph=True` keeps every iteration's graph alive but no later backward in the "
                 "iteration uses it: memory grows until OOM",
                 event.call,
-                Fix("Remove `retain_graph=True`", "unsafe", {event.call: _without_retain_graph(event.call)}),
+                Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None,
             )

@@ -27,7 +27,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 fix = None
                 if event.call is not None and not event.helper:
                     zeroed_in_block = any(e.kind == ZERO and window.in_step_block(e.stmt) for e in sf.events)
-                    changes = move_into_step_block(event, window, sf.events, {STEP, UPDATE, SCHED}, zeroed_in_block)
+                    changes = move_into_step_block(
+                        facts.source, event, window, sf.events, {STEP, UPDATE, SCHED}, zeroed_in_block
+                    )
                     if changes:
                         fix = Fix("Move the zeroing into the step block, after the step", "safe", changes)
                 yield Violation(

@@ -41,13 +41,15 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 seen.add(id(event.stmt))
                 anchors = {STEP} if event.kind == UPDATE else {STEP, UPDATE}
                 already = _same_call_in(sf.events, event, window.in_step_block)
-                changes = None if event.helper else move_into_step_block(event, window, sf.events, anchors, already)
+                changes = None if event.helper else move_into_step_block(
+                    facts.source, event, window, sf.events, anchors, already
+                )
                 what = "`scaler.update()`" if event.kind == UPDATE else "the LR scheduler steps"
                 if event.kind == UPDATE and event.receiver:
                     what = f"`{event.receiver}.update()` runs"
                 elif event.receiver:
                     what = f"`{event.receiver}.step()` runs"
-                k_text = facts.module.code_for_node(window.k)
+                k_text = facts.source.segment(window.k)
                 yield Violation(
                     CODE,
                     f"{what} every micro-step while the optimizer steps once per window: "

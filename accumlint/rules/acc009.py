@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Iterator
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import WITHS
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, method_of
 from accumlint.model import Violation
@@ -33,12 +34,12 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
     """`with model.no_sync(): loss.backward()` with the forward outside: DDP read the flag in forward."""
     for header in sf.scope.stmts:
         node = header.node
-        if not isinstance(node, cst.With) or header.line is not node:
+        if not isinstance(node, WITHS) or not header.is_statement:
             continue
         for item in node.items:
-            if not isinstance(item.item, cst.Call):
+            if not isinstance(item.context_expr, ast.Call):
                 continue
-            receiver, method = method_of(item.item)
+            receiver, method = method_of(item.context_expr)
             model = dotted(receiver) if receiver is not None else None
             if method != "no_sync" or model is None:
                 continue

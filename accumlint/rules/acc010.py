@@ -4,17 +4,16 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
-from accumlint.analysis.exprs import dotted, mentions, needs_parens_as_operand, parenthesize, strip_parens
+from accumlint.analysis.exprs import dotted, mentions
 from accumlint.analysis.windows import k_aliases
-from accumlint.fixer import Replacement
-from accumlint.model import Fix, Violation
-from accumlint.rules.edits import lone_statement
+from accumlint.model import Fix, TextEdit, Violation
+from accumlint.rules.edits import precedence, remove, replace, replace_receiver
 
 CODE = "ACC010"
 
@@ -30,8 +29,8 @@ def _accum_names(facts: ModuleFacts) -> set[str]:
                 found.add(occurrence.name)
         for name, definitions in scope.defs.items():
             for definition in definitions:
-                if definition.kind == "assign" and isinstance(definition.value, cst.Subscript):
-                    if "accum" in facts.module.code_for_node(definition.value).lower():
+                if definition.kind == "assign" and isinstance(definition.value, ast.Subscript):
+                    if "accum" in facts.source.segment(definition.value).lower():
                         found.add(name)
     return found
 
@@ -47,7 +46,7 @@ def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
         for value, stmt in scope.returns:
             scaling = facts.flow.scaling(value, stmt, k_names)
             if not scaling.unknown and scaling.k_divisions >= 1:
-                changes = _drop_division(value, stmt, k_names, False)
+                changes = _drop_division(facts, value, stmt, k_names, False)
                 fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
                 yield Violation(
                     CODE,
@@ -58,43 +57,43 @@ def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
                 )
 
 
-def _is_k_division(expr: cst.BaseExpression, k_names: set[str]) -> bool:
-    expr = strip_parens(expr)
+def _is_k_division(expr: Optional[ast.expr], k_names: set[str]) -> bool:
     return (
-        isinstance(expr, cst.BinaryOperation)
-        and isinstance(expr.operator, (cst.Divide, cst.FloorDivide))
+        isinstance(expr, ast.BinOp)
+        and isinstance(expr.op, (ast.Div, ast.FloorDiv))
         and mentions(expr.right, k_names)
     )
 
 
-def _drop_division(tensor, stmt: Stmt, k_names, receiver: bool) -> Optional[dict[cst.CSTNode, Replacement]]:
+def _drop_division(facts: ModuleFacts, tensor, stmt: Stmt, k_names, receiver: bool) -> Optional[tuple[TextEdit, ...]]:
     """Undo one hand division by k: at the call, `loss /= k`, or `loss = x / k`."""
+    src = facts.source
     if _is_k_division(tensor, k_names):
-        left = strip_parens(tensor).left
-        if receiver and needs_parens_as_operand(left):
-            left = parenthesize(left)
-        return {tensor: left}
-    name = dotted(strip_parens(tensor))
+        left = tensor.left
+        if receiver:
+            return (replace_receiver(src, tensor, src.segment(left), precedence(src, left)),)
+        return (replace(src, tensor, src.segment(left)),)
+    name = dotted(tensor)
     if name is None:
         return None
     base, updates = reaching(name, stmt.scope, stmt.order)
     for update in reversed(updates):
         if update.kind == "aug" and update.op in {"DivideAssign", "FloorDivideAssign"} and mentions(update.value, k_names):
-            line = lone_statement(update.stmt)
-            return {line: cst.RemovalSentinel.REMOVE} if line is not None else None
-    if base is not None and base.kind == "assign" and base.value is not None and _is_k_division(base.value, k_names):
-        left = strip_parens(base.value).left
-        if dotted(strip_parens(left)) == name:
-            line = lone_statement(base.stmt)
-            return {line: cst.RemovalSentinel.REMOVE} if line is not None else None
-        return {base.value: left}
+            removal = remove(src, update.stmt.node, update.stmt.block)
+            return (removal,) if removal is not None else None
+    if base is not None and base.kind == "assign" and _is_k_division(base.value, k_names):
+        left = base.value.left
+        if dotted(left) == name:
+            removal = remove(src, base.stmt.node, base.stmt.block)
+            return (removal,) if removal is not None else None
+        return (replace(src, base.value, src.segment(left)),)
     return None
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
     if event.framework == "accelerate" and facts.roles.accumulating_accelerator(event.receiver):
         gas = facts.roles.accelerator_gas[event.receiver]
-        return k_aliases(gas, event.stmt.scope) if not isinstance(gas, cst.Call) else _accum_names(facts)
+        return k_aliases(gas, event.stmt.scope) if not isinstance(gas, ast.Call) else _accum_names(facts)
     if event.framework == "deepspeed":
         return _accum_names(facts)
     return None
@@ -102,7 +101,7 @@ def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
 
 def _violation(event, facts, k_names, why: str) -> Violation:
     receiver = event.tensor is getattr(event.call.func, "value", None)
-    changes = _drop_division(event.tensor, event.stmt, k_names, receiver)
+    changes = _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
     fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
     return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", event.call, fix)
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import libcst as cst
+import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.collect import Scope
+from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import Event
-from accumlint.analysis.exprs import dotted, method_of, needs_parens_as_operand, parenthesize
+from accumlint.analysis.exprs import dotted, method_of
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
 
@@ -37,19 +37,13 @@ def rescales_grads(scope: Scope) -> bool:
     return False
 
 
-def under_accumulate(stmt, facts: ModuleFacts) -> bool:
-    """Inside `with accelerator.accumulate(model):` (or Fabric's `no_backward_sync`)."""
+def under_accumulate(stmt: Stmt, facts: ModuleFacts) -> bool:
+    """Inside `with accelerator.accumulate(model):`."""
     for node, _ in stmt.path:
-        if isinstance(node, cst.With):
+        if isinstance(node, WITHS):
             for item in node.items:
-                if isinstance(item.item, cst.Call):
-                    receiver, method = method_of(item.item)
+                if isinstance(item.context_expr, ast.Call):
+                    receiver, method = method_of(item.context_expr)
                     if method == "accumulate" and facts.roles.role(dotted(receiver) if receiver else None) == "accelerator":
                         return True
     return False
-
-
-def detach_call(expr: cst.BaseExpression) -> cst.Call:
-    """`expr.detach()`, parenthesised when precedence asks for it."""
-    receiver = parenthesize(expr) if needs_parens_as_operand(expr) else expr
-    return cst.Call(func=cst.Attribute(value=receiver, attr=cst.Name("detach")))
