@@ -17,13 +17,13 @@ import os
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
-from typing import Collection, Optional
+from typing import Any, Collection, Optional
 
 import accumlint
-from accumlint.model import Edit, FileError, FileResult, Finding, FixSummary, Location
+from accumlint.model import Edit, FileError, FileResult, Finding, FixSummary, Location, Notice
 
 CACHE_DIR = ".accumlint_cache"
-LAYOUT = "v1"
+LAYOUT = "v2"  # v2: findings, errors and notices carry their notebook cell
 MAX_ENTRIES = 20_000  # about 10 MB of small JSON files
 
 
@@ -63,18 +63,30 @@ def find_project_root(start: Path) -> Path:
     return start
 
 
-def _to_json(result: FileResult) -> dict:
+def _to_json(result: FileResult) -> dict[str, Any]:
+    # No filename anywhere: an entry is rebound to whichever path has these bytes.
+    findings = []
+    for finding in result.findings:
+        item = asdict(finding)
+        del item["filename"]
+        findings.append(item)
     return {
-        "findings": [asdict(finding) for finding in result.findings],
+        "findings": findings,
         "error": result.error.message if result.error else None,
+        "error_cell": result.error.cell if result.error else None,
+        "notices": [{"row": n.row, "message": n.message, "cell": n.cell} for n in result.notices],
     }
 
 
-def _location(data: dict) -> Location:
+def _cell(value: Any) -> Optional[int]:
+    return None if value is None else int(value)
+
+
+def _location(data: dict[str, Any]) -> Location:
     return Location(int(data["row"]), int(data["column"]))
 
 
-def _finding(data: dict, filename: str) -> Finding:
+def _finding(data: dict[str, Any], filename: str) -> Finding:
     fix = data.get("fix")
     summary = None
     if fix is not None:
@@ -94,13 +106,18 @@ def _finding(data: dict, filename: str) -> Finding:
         end_location=_location(data["end_location"]),
         fix=summary,
         url=data.get("url"),
+        cell=_cell(data.get("cell")),
     )
 
 
-def _from_json(data: dict, filename: str) -> FileResult:
+def _from_json(data: dict[str, Any], filename: str) -> FileResult:
     result = FileResult(filename, findings=[_finding(item, filename) for item in data["findings"]])
     if data["error"] is not None:
-        result.error = FileError(filename, str(data["error"]))
+        result.error = FileError(filename, str(data["error"]), _cell(data.get("error_cell")))
+    result.notices = [
+        Notice(filename, int(item["row"]), str(item["message"]), _cell(item.get("cell")))
+        for item in data.get("notices", [])
+    ]
     return result
 
 

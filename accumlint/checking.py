@@ -1,6 +1,9 @@
-"""Fix (or diff) one file on disk: read it, call the engine, write atomically.
+"""Check, fix or diff one file's bytes: the per-file step of the runner (accumlint.runner).
 
-Plain checking goes through accumlint.parallel.check_files, which adds the cache and workers."""
+A Python file goes to the engine whole, a notebook cell by cell (accumlint.notebook). Before
+either, the file's `# noqa` comments are read: malformed ones become notices, and a file-level
+`# accumlint: noqa` narrows (or empties) the selection, so it holds for fixes as well as findings.
+"""
 
 from __future__ import annotations
 
@@ -10,14 +13,15 @@ import tokenize
 import traceback
 from collections import Counter
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Callable, Collection, Optional
 
-from accumlint.model import FileError, FileResult, Finding
-from accumlint.parallel import read_source
+from accumlint import noqa
+from accumlint.model import FileError, FileResult, Finding, Notice
 from accumlint.writer import ChangedOnDisk, atomic_write
 
 
-def _engine():
+def _engine() -> ModuleType:
     # Imported on first use: LibCST costs a third of a second, which warm runs do not pay.
     from accumlint import engine
 
@@ -30,10 +34,19 @@ class Mode:
     diff: bool = False  # compute fixes, show them as a diff, write nothing
     unsafe_fixes: bool = False
     count_fixed: bool = False  # also count fixed findings per code (for --show-fixes)
+    with_edits: bool = True  # render each fix's text edits (JSON, SARIF, editors need them)
+    write: bool = True  # with fix: write the file (False for stdin: the fixed text is returned)
 
     @property
     def fixing(self) -> bool:
         return self.fix or self.diff
+
+    @property
+    def cache_kind(self) -> str:
+        """What besides the bytes and the selection decides a cached result."""
+        if self.fixing:
+            return "fix-unsafe" if self.unsafe_fixes else "fix-safe"
+        return "check" if self.with_edits else "check-no-edits"
 
     def applicable(self, finding: Finding) -> bool:
         if finding.fix is None:
@@ -45,50 +58,72 @@ class Mode:
 class Outcome:
     result: FileResult
     diff: str = ""
-    fixed_codes: Counter = field(default_factory=Counter)
+    fixed_codes: Counter[str] = field(default_factory=Counter)
     traceback: Optional[str] = None  # set for internal errors (bugs), shown with --verbose
+    fixed: Optional[bytes] = None  # the fixed bytes, when fixing without writing (stdin)
+    cacheable: bool = True  # False when the result says something about this run, not the bytes
 
 
-# How each kind of file is checked, by suffix; anything else is read as Python source.
-Handler = Callable[[str, bytes, Collection[str], Mode], Outcome]
+def is_notebook(filename: str) -> bool:
+    return filename.lower().endswith(".ipynb")
 
 
-def _python(filename: str, data: bytes, select: Collection[str], mode: Mode) -> Outcome:
+# -- the file's own say: noqa ---------------------------------------------------------------
+
+
+@dataclass
+class _Scope:
+    select: frozenset[str]
+    notices: list[Notice]
+
+
+def _scope(filename: str, data: bytes, select: Collection[str]) -> _Scope:
+    """The codes to check after the file-level `# accumlint: noqa`, and the noqa notices."""
+    if b"noqa" not in data.lower():
+        return _Scope(frozenset(select), [])
+    if is_notebook(filename):
+        from accumlint.notebook import code_cells
+
+        texts: list[tuple[Optional[int], str]] = [(cell, text) for cell, text in code_cells(data)]
+    else:
+        texts = [(None, _decode(data))]
+    notices: list[Notice] = []
+    lines: list[str] = []
+    for cell, text in texts:
+        cell_lines = text.splitlines()
+        lines.extend(cell_lines)
+        notices.extend(Notice(filename, row, message, cell) for row, message in noqa.problems(cell_lines))
+    directive = noqa.file_directive(lines)
+    if directive is None:
+        return _Scope(frozenset(select), notices)
+    if directive.codes is None:
+        return _Scope(frozenset(), notices)
+    return _Scope(frozenset(select) - directive.codes, notices)
+
+
+# -- Python files and notebooks -------------------------------------------------------------
+
+
+def _python(filename: str, data: bytes, select: frozenset[str], mode: Mode) -> Outcome:
+    engine = _engine()
     if not mode.fixing:
-        return Outcome(_engine().check_source(data, filename, select))
-    result = _engine().fix_source(data, filename, select, unsafe_fixes=mode.unsafe_fixes)
+        return Outcome(engine.check_source(data, filename, select, mode.with_edits))
+    result = engine.fix_source(data, filename, select, unsafe_fixes=mode.unsafe_fixes)
     outcome = Outcome(result)
     if result.error is not None or result.fixed_source is None:
         return outcome
     fixed = result.fixed_source
-    fixed = fixed if isinstance(fixed, bytes) else fixed.encode("utf-8")
+    fixed_bytes = fixed if isinstance(fixed, bytes) else fixed.encode("utf-8")
     if mode.count_fixed:
-        before = Counter(f.code for f in _engine().check_source(data, filename, select).findings)
+        before = Counter(f.code for f in engine.check_source(data, filename, select).findings)
         outcome.fixed_codes = before - Counter(f.code for f in result.findings)
-    return _deliver(outcome, filename, data, fixed, select, mode,
-                    lambda: _engine().check_source(data, filename, select))
+    return _deliver(outcome, filename, data, fixed_bytes, mode, lambda: engine.check_source(data, filename, select))
 
 
-def _deliver(outcome: Outcome, filename: str, data: bytes, fixed: bytes, select, mode: Mode,
-             unfixed: Callable[[], FileResult]) -> Outcome:
-    """Show the fixed bytes as a diff, or write them; if writing fails, report the file as is."""
-    if mode.diff:
-        outcome.diff = unified_diff(filename, data, fixed)
-        return outcome
-    try:
-        atomic_write(filename, fixed, expected=data)
-    except (OSError, ChangedOnDisk) as exc:
-        cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-        result = unfixed()
-        result.error = FileError(filename, f"cannot write fixes: {cause}")
-        return Outcome(result)
-    return outcome
-
-
-def _notebook(filename: str, data: bytes, select: Collection[str], mode: Mode) -> Outcome:
+def _notebook(filename: str, data: bytes, select: frozenset[str], mode: Mode) -> Outcome:
     from accumlint.notebook import check_notebook, fix_notebook
 
-    before = check_notebook(data, filename, select).as_file_result()
+    before = check_notebook(data, filename, select, mode.with_edits).as_file_result()
     if not mode.fixing or before.error is not None:
         return Outcome(before)
     fixed = fix_notebook(data, mode.unsafe_fixes, select, filename)
@@ -99,24 +134,46 @@ def _notebook(filename: str, data: bytes, select: Collection[str], mode: Mode) -
     gone = Counter(f.code for f in before.findings) - Counter(f.code for f in after.findings)
     after.fixes_applied = sum(gone.values())
     outcome = Outcome(after, fixed_codes=gone if mode.count_fixed else Counter())
-    return _deliver(outcome, filename, data, fixed, select, mode, lambda: before)
+    return _deliver(outcome, filename, data, fixed, mode, lambda: before)
 
 
-HANDLERS: dict[str, Handler] = {".ipynb": _notebook}
-
-
-def run_file(filename: str, select: Collection[str], mode: Mode) -> Outcome:
-    """Never raises: unreadable files and internal errors come back as FileResult.error."""
-    data = read_source(filename)
-    if isinstance(data, FileError):
-        return Outcome(FileResult(filename, error=data))
-    suffix = filename[filename.rfind(".") :].lower() if "." in filename else ""
-    handler = HANDLERS.get(suffix, _python)
+def _deliver(outcome: Outcome, filename: str, data: bytes, fixed: bytes, mode: Mode,
+             unfixed: Callable[[], FileResult]) -> Outcome:
+    """Show the fixed bytes as a diff, hand them back, or write them; if writing fails, report
+    the file as it is."""
+    if mode.diff:
+        outcome.diff = unified_diff(filename, data, fixed)
+        return outcome
+    if not mode.write:
+        outcome.fixed = fixed
+        return outcome
     try:
-        return handler(filename, data, select, mode)
+        atomic_write(filename, fixed, expected=data)
+    except (OSError, ChangedOnDisk) as exc:
+        cause = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        result = unfixed()
+        result.error = FileError(filename, f"cannot write fixes: {cause}")
+        return Outcome(result, cacheable=False)
+    return outcome
+
+
+def process(filename: str, data: bytes, select: Collection[str], mode: Mode) -> Outcome:
+    """Check (or fix) one file's bytes. Never raises: an accumlint bug costs one file, not the run."""
+    try:
+        scope = _scope(filename, data, select)
+        handler = _notebook if is_notebook(filename) else _python
+        if not scope.select:
+            outcome = Outcome(FileResult(filename))  # `# accumlint: noqa`: nothing to check
+        else:
+            outcome = handler(filename, data, scope.select, mode)
+        outcome.result.notices = scope.notices + outcome.result.notices
+        return outcome
+    except RecursionError:
+        return Outcome(FileResult(filename, error=FileError(filename, "expression nested too deeply to check")))
     except Exception as exc:  # a bug in accumlint, not in the user's file
-        message = f"internal error: {type(exc).__name__}: {exc}"
-        return Outcome(FileResult(filename, error=FileError(filename, message)), traceback=traceback.format_exc())
+        message = f"internal error: {type(exc).__name__}: {exc}".splitlines()[0]
+        return Outcome(FileResult(filename, error=FileError(filename, message)), traceback=traceback.format_exc(),
+                       cacheable=False)
 
 
 def _decode(data: bytes) -> str:

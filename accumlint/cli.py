@@ -4,14 +4,19 @@ from __future__ import annotations
 
 import importlib
 import json
+import os
 import sys
 import traceback
-from typing import Optional, Sequence
+from typing import TYPE_CHECKING, Optional, Sequence, TextIO
 
 import click
 
 from accumlint import __version__
+from accumlint.model import display_path
 from accumlint.registry import RULES, resolve_selection
+
+if TYPE_CHECKING:
+    from accumlint.reporting import Report
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -106,6 +111,7 @@ Examples:
   accumlint check src --fix              apply the safe fixes in place
   accumlint check . --select ACC001,ACC005 --format json
   accumlint check . --ignore ACC009 --statistics
+  accumlint check - --stdin-filename train.py < train.py
 
 \b
 Exit status:
@@ -120,8 +126,11 @@ Exit status:
 Configuration: the nearest pyproject.toml with a [tool.accumlint] table
 (keys: select, ignore, exclude, per-file-ignores), or --config FILE.
 --select replaces the configured selection, --ignore removes from it.
-Paths matching `exclude` are skipped even when named on the command line,
-so pre-commit honours them.
+`exclude` and `per-file-ignores` take gitignore-style patterns relative
+to the configuration's folder. Folders are walked without what
+.gitignore ignores. A path named on the command line is checked even
+when `exclude` matches it, unless --force-exclude is given (the
+pre-commit hooks give it).
 """
 
 
@@ -136,55 +145,92 @@ so pre-commit honours them.
 @click.option("--diff", is_flag=True, help="Print a unified diff of the fixes; write nothing.")
 @click.option("--show-fixes", is_flag=True, help="Say what each fix does (and, with --fix, what was fixed).")
 @click.option("--format", "output_format", type=click.Choice(_format_choices()), default="text",
-              show_default=True, help="Output format.")
+              show_default=True, help="Output format (`full` shows each finding's source line).")
+@click.option("--output-file", "-o", type=click.Path(dir_okay=False, writable=True), metavar="FILE",
+              help="Write the report to FILE instead of standard output.")
 @click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of each finding.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (errors still exit 2).")
 @click.option("--config", "config_file", type=click.Path(dir_okay=False), metavar="FILE",
               help="Use this pyproject.toml or TOML file instead of searching for one.")
+@click.option("--force-exclude", is_flag=True,
+              help="Apply `exclude` and .gitignore to paths named on the command line too.")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=True, show_default=True,
+              help="Skip what .gitignore ignores when walking folders.")
+@click.option("--stdin-filename", metavar="NAME",
+              help="Read the source from standard input and report it as NAME (config applies to NAME).")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the results cache (.accumlint_cache).")
 @click.option("--jobs", "-j", "worker_count", type=click.IntRange(min=1), default=None, metavar="N",
               help="Worker processes (default: the usable cores; few files are checked in-process).")
 @click.option("-v", "--verbose", is_flag=True, help="Say which configuration and files are used; "
               "show tracebacks of internal errors.")
 @click.version_option(__version__, "--version", prog_name="accumlint", message="%(prog)s %(version)s")
-def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_fixes, output_format,
-          statistics, exit_zero, config_file, no_cache, worker_count, verbose) -> None:
-    """Check Python files (folders are searched recursively) for accumulation bugs."""
-    from accumlint.checking import Mode, Outcome, run_file
-    from accumlint.config import ConfigError, Resolver, Selection
-    from accumlint.discovery import discover
-    from accumlint.reporting import FORMATS, Report
-    from accumlint.reporting import statistics as stats
+def check(paths: tuple[str, ...], select: Optional[frozenset[str]], ignore: Optional[frozenset[str]], fix: bool,
+          unsafe_fixes: bool, diff: bool, show_fixes: bool, output_format: str, output_file: Optional[str],
+          statistics: bool, exit_zero: bool, config_file: Optional[str], force_exclude: bool,
+          respect_gitignore: bool, stdin_filename: Optional[str], no_cache: bool, worker_count: Optional[int],
+          verbose: bool) -> None:
+    """Check Python files and notebooks (folders are searched recursively) for accumulation bugs.
 
-    mode = Mode(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, count_fixed=show_fixes and fix)
+    `-` reads standard input (name it with --stdin-filename)."""
+    from accumlint.checking import Mode
+    from accumlint.config import ConfigError, Resolver, Selection
+    from accumlint.discovery import Discovery, discover
+    from accumlint.reporting import FORMATS, Report, Sources
+    from accumlint.reporting import statistics as stats
+    from accumlint.runner import Task, cache_factory, run
+
+    from_stdin = stdin_filename is not None or paths == ("-",)
+    if from_stdin and [p for p in paths if p != "-"]:
+        raise click.UsageError("give either `-` (standard input) or paths, not both")
+    mode = Mode(fix=fix, diff=diff, unsafe_fixes=unsafe_fixes, count_fixed=show_fixes and fix,
+                with_edits=output_format in EDIT_FORMATS, write=not from_stdin)
     selection = Selection(select=select, ignore=ignore or frozenset())
+    given: dict[str, bytes] = {}
     try:
         resolver = Resolver(config_file)
-        found = discover(paths or (".",), resolver)
-        jobs = [(f, selection.codes_for(f, resolver.for_path(f))) for f in found.files]
+        if from_stdin:
+            name = stdin_filename or "-"
+            found = Discovery()
+            if name != "-" and force_exclude:
+                found = discover([name], resolver, force_exclude=True, respect_gitignore=respect_gitignore)
+                found.errors = []  # the name need not exist on disk
+                found.files = [] if found.skipped else [name]
+            else:
+                found.files = [name]
+            if found.files:
+                given[name] = sys.stdin.buffer.read()
+        else:
+            found = discover(paths or (".",), resolver, force_exclude, respect_gitignore)
+        tasks = [Task(f, selection.codes_for(f, resolver.for_path(f)), given.get(f)) for f in found.files]
     except ConfigError as exc:
         _error(str(exc))
         sys.exit(EXIT_ERROR)
+    for line in found.warnings:
+        _error(line)
     if verbose:
         for source in resolver.sources():
             _error(f"note: using configuration {source}")
         for line in found.skipped:
             _error(f"note: skipped {line}")
-        _error(f"note: checking {len(jobs)} file{'s' if len(jobs) != 1 else ''}")
+        _error(f"note: checking {len(tasks)} file{'s' if len(tasks) != 1 else ''}")
 
-    if mode.fixing:
-        outcomes = [run_file(filename, codes, mode) for filename, codes in jobs]
-    else:
-        with_edits = output_format in EDIT_FORMATS
-        outcomes = [
-            Outcome(result)
-            for result in _check_all(jobs, use_cache=not no_cache, workers=worker_count, with_edits=with_edits)
-        ]
-    results = sorted((o.result for o in outcomes), key=lambda r: r.filename)
+    caches = None
+    if not no_cache:
+        from pathlib import Path
 
-    errors = list(found.errors) + [r.error for r in results if r.error is not None]
+        from accumlint.cache import find_project_root
+
+        caches = cache_factory(find_project_root(Path.cwd()), mode)
+    outcomes = run(tasks, mode, jobs=worker_count, caches=caches)
+    results = [o.result for o in outcomes]
+
+    for result in results:
+        for notice in result.notices:
+            _error(notice.render())
+    errors = sorted([*found.errors, *(r.error for r in results if r.error is not None)],
+                    key=lambda e: (e.filename, e.cell or 0))
     for error in errors:
-        _error(f"{error.filename}: error: {error.message}")
+        _error(f"{display_path(error.filename, error.cell)}: error: {error.message}")
     tracebacks = [o.traceback for o in outcomes if o.traceback]
     if verbose:
         for text in tracebacks:
@@ -194,21 +240,37 @@ def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_
     if not found.files and not found.errors:
         _error("warning: No Python files found under the given path(s).")
 
-    applied = sum(r.fixes_applied for r in results if r.error is None)
-    report = Report(results=results, errors=errors, mode=mode, show_fixes=show_fixes, fixes_applied=applied)
+    out = _output(output_file)
+    report = Report(
+        results=results, errors=errors, mode=mode, show_fixes=show_fixes,
+        fixes_applied=sum(r.fixes_applied for r in results if r.error is None),
+        sources=Sources(given), color=output_file is None and _use_color(out),
+    )
     for outcome in outcomes:
         if outcome.fixed_codes and outcome.result.error is None:
             report.fixed_files[outcome.result.filename] = outcome.fixed_codes
             report.fixed_codes.update(outcome.fixed_codes)
 
-    diffs = "".join(o.diff for o in sorted(outcomes, key=lambda o: o.result.filename))
-    if diff:
-        click.echo(diffs, nl=False)
-        _diff_summary(report)
-    elif statistics:
-        stats.emit(report, sys.stdout, output_format)
-    else:
-        FORMATS[output_format](report, sys.stdout)
+    diffs = "".join(o.diff for o in outcomes)
+    if from_stdin and fix and not diff:
+        # Like ruff: the fixed text (or the text as it was) on stdout, the report on stderr.
+        for outcome in outcomes:
+            text = outcome.fixed if outcome.fixed is not None else given.get(outcome.result.filename, b"")
+            sys.stdout.buffer.write(text)
+        sys.stdout.flush()
+        if output_file is None:
+            out = sys.stderr
+    try:
+        if diff:
+            out.write(diffs)
+            _diff_summary(report)
+        elif statistics:
+            stats.emit(report, out, output_format)
+        else:
+            FORMATS[output_format](report, out)
+    finally:
+        if output_file is not None:
+            out.close()
 
     if errors:
         sys.exit(EXIT_ERROR)
@@ -217,30 +279,28 @@ def check(paths: tuple[str, ...], select, ignore, fix, unsafe_fixes, diff, show_
     sys.exit(EXIT_CLEAN)
 
 
-def _check_all(
-    jobs: list[tuple[str, frozenset[str]]], use_cache: bool, workers: Optional[int] = None, with_edits: bool = True
-) -> list:
-    """Check files in parallel, through the content-hash cache; one batch per rule selection
-    (per-file-ignores can give files different selections)."""
-    import os
-    from pathlib import Path
-
-    from accumlint import cache as result_cache
-    from accumlint.parallel import check_files
-
-    batches: dict[frozenset[str], list[str]] = {}
-    for filename, codes in jobs:
-        batches.setdefault(codes, []).append(filename)
-    results = []
-    root = result_cache.find_project_root(Path(os.getcwd()))
-    for codes, filenames in batches.items():
-        mode = "check" if with_edits else "check-no-edits"
-        store = result_cache.Cache(root, result_cache.fingerprint(codes, mode)) if use_cache else None
-        results.extend(check_files(filenames, codes, jobs=workers, cache=store, with_edits=with_edits))
-    return results
+def _output(output_file: Optional[str]) -> TextIO:
+    if output_file is None:
+        return sys.stdout
+    try:
+        return open(output_file, "w", encoding="utf-8")
+    except OSError as exc:
+        _error(f"accumlint: error: cannot write {output_file}: {exc.strerror or exc}")
+        sys.exit(EXIT_ERROR)
 
 
-def _diff_summary(report) -> None:
+def _use_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never with NO_COLOR set (https://no-color.org);
+    FORCE_COLOR turns it on anywhere."""
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    isatty = getattr(stream, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def _diff_summary(report: Report) -> None:
     from accumlint.reporting.text import _plural
 
     n = report.fixes_applied

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from fnmatch import fnmatchcase
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any, Iterable, Optional
+
+import pathspec
 
 try:
     import tomllib
@@ -32,18 +34,34 @@ class Config:
     per_file_ignores: tuple[tuple[str, frozenset[str]], ...] = ()
 
     def excludes(self, path: str) -> bool:
-        return any(_matches(self._relative(path), pattern) for pattern in self.exclude)
+        return self.excluded_by(path) is not None
+
+    def excluded_by(self, path: str) -> Optional[str]:
+        """The first `exclude` pattern that matches `path` (a file or a folder), or None."""
+        rel = self.relative(path)
+        if rel is None:
+            return None
+        is_dir = os.path.isdir(path)
+        return next((pattern for pattern in self.exclude if matches(rel, pattern, is_dir)), None)
 
     def ignored_for(self, path: str) -> frozenset[str]:
-        rel = self._relative(path)
+        rel = self.relative(path)
         codes: set[str] = set()
         for pattern, ignored in self.per_file_ignores:
-            if _matches(rel, pattern):
+            if rel is not None and matches(rel, pattern):
                 codes |= ignored
         return frozenset(codes)
 
-    def _relative(self, path: str) -> str:
+    def patterns(self) -> list[tuple[str, str]]:
+        """(key, pattern) of every path pattern, to tell which of them matched nothing."""
+        return [("exclude", p) for p in self.exclude] + [("per-file-ignores", p) for p, _ in self.per_file_ignores]
+
+    def relative(self, path: str) -> Optional[str]:
+        """`path` relative to the config's folder, with forward slashes; None when outside it
+        (a pattern of this config says nothing about such a path)."""
         rel = os.path.relpath(os.path.abspath(path), self.root)
+        if rel == os.pardir or rel.startswith(os.pardir + os.sep):
+            return None
         return PurePosixPath(*rel.split(os.sep)).as_posix()
 
 
@@ -64,20 +82,19 @@ class Selection:
         return frozenset(codes - config.ignored_for(path))
 
 
-def _matches(rel: str, pattern: str) -> bool:
-    """A glob matches the path relative to the config root, its file name, or any parent folder
-    (so `legacy` and `legacy/` exclude everything below legacy/)."""
-    pattern = pattern.strip().rstrip("/")
-    if pattern.startswith("./"):
-        pattern = pattern[2:]
-    if not pattern:
-        return False
-    parts = rel.split("/")
-    candidates = ["/".join(parts[: i + 1]) for i in range(len(parts))] + parts
-    variants = {pattern}
-    if pattern.startswith("**/"):
-        variants.add(pattern[3:])
-    return any(fnmatchcase(c, v) for c in candidates for v in variants)
+@lru_cache(maxsize=None)
+def _spec(pattern: str) -> pathspec.GitIgnoreSpec:
+    pattern = pattern.strip()
+    if pattern.startswith("./"):  # "./legacy" reads as "legacy at the root", like "/legacy"
+        pattern = "/" + pattern[2:]
+    return pathspec.GitIgnoreSpec.from_lines([pattern])
+
+
+def matches(rel: str, pattern: str, is_dir: bool = False) -> bool:
+    """A gitignore-style pattern against a path relative to the config's folder: `legacy`
+    matches that name at any depth (and everything below it), `/legacy` only at the root,
+    `a/**/b` also `a/b`, `*.ipynb` any notebook."""
+    return rel != "." and _spec(pattern).match_file(rel + "/" if is_dir else rel)
 
 
 # -- reading -----------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 """Jupyter notebooks: check each code cell, fix cells in place, leave every other byte alone.
 
-Findings keep `model.Finding` unchanged: their rows and columns are relative to the cell, and
-their filename is `"<path>:cell <N>"` (N counts every cell from 1, markdown included, as a reader
-counts them in the notebook). `cell_filename`/`split_cell_filename` build and take apart that
-name, so reporters can show the notebook path and the cell separately.
+Findings carry their cell as data (`Finding.cell`, numbered from 1 counting every cell, markdown
+included, as a reader counts them); their rows and columns are relative to the cell. Reporters
+that must point into the `.ipynb` file itself (GitHub annotations, SARIF) map a cell position to
+the JSON text with `NotebookIndex`.
 """
 
 from __future__ import annotations
@@ -11,24 +11,18 @@ from __future__ import annotations
 import json
 import re
 import secrets
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Any, Collection, Optional
+from typing import Any, Collection, Iterator, Optional
 
-from accumlint.engine import ALL_CODES, check_source, fix_source
-from accumlint.model import FileError, FileResult, Finding
-
-_CELL_SEP = ":cell "
+from accumlint.model import FileError, FileResult, Finding, Location
 
 
-def cell_filename(path: str, cell: int) -> str:
-    return f"{path}{_CELL_SEP}{cell}"
+def _engine():  # type: ignore[no-untyped-def]
+    # Imported on first use, like everywhere else: LibCST is not needed for a cache hit.
+    from accumlint import engine
 
-
-def split_cell_filename(filename: str) -> tuple[str, Optional[int]]:
-    head, sep, tail = filename.rpartition(_CELL_SEP)
-    if sep and tail.isdigit():
-        return head, int(tail)
-    return filename, None
+    return engine
 
 
 class NotebookError(Exception):
@@ -136,6 +130,9 @@ class _Reader:
 # --- IPython syntax: hidden from the parser without moving any line. ---
 
 _CELL_MAGIC = re.compile(r"\s*%%(\w+)")
+# Cell magics whose body is Python (the same list ruff checks); a cell under any other cell
+# magic (%%bash, %%html, %%writefile...) is another language, or data, and is skipped.
+PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
 _LINE_MAGIC = re.compile(r"(?P<indent>[ \t]*)(?:[%!?]|[\w.]+\s*=\s*[%!])")
 _HELP = re.compile(r"[ \t]*[\w.]+\?\??\s*$")
 
@@ -152,7 +149,7 @@ def _mask(source: str) -> Optional[_Masked]:
     """Replace IPython-only lines by numbered `pass` placeholders; None for a non-Python cell."""
     token = "accumlint_magic_" + secrets.token_hex(4)
     magic = _CELL_MAGIC.match(source)
-    if magic and magic.group(1) != "python":
+    if magic and magic.group(1) not in PYTHON_CELL_MAGICS:
         return None
     try:
         compile(source, "<cell>", "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
@@ -224,33 +221,29 @@ class NotebookResult:
     error: Optional[FileError] = None
 
     def findings(self) -> list[Finding]:
-        """Every cell's findings, named `"<path>:cell <N>"`, rows relative to the cell."""
+        """Every cell's findings, each with its cell number; rows relative to the cell."""
         found = []
         for cell in self.cells:
-            name = cell_filename(self.filename, cell.number)
-            found.extend(replace(finding, filename=name) for finding in cell.result.findings)
+            found.extend(replace(f, filename=self.filename, cell=cell.number) for f in cell.result.findings)
         return found
 
     def errors(self) -> list[FileError]:
         errors = [self.error] if self.error else []
         for cell in self.cells:
             if cell.result.error:
-                name = cell_filename(self.filename, cell.number)
-                errors.append(FileError(name, cell.result.error.message))
+                errors.append(FileError(self.filename, cell.result.error.message, cell=cell.number))
         return errors
 
     def as_file_result(self) -> FileResult:
-        """One FileResult for the whole notebook, as `parallel.check_files` returns it."""
+        """One FileResult for the whole notebook; several failing cells are named in one message."""
         result = FileResult(self.filename, findings=self.findings())
         errors = self.errors()
-        if errors:
-            result.error = FileError(self.filename, "; ".join(_describe(e) for e in errors))
+        if len(errors) == 1:
+            result.error = errors[0]
+        elif errors:
+            message = "; ".join(e.message if e.cell is None else f"cell {e.cell}: {e.message}" for e in errors)
+            result.error = FileError(self.filename, message, cell=errors[0].cell)
         return result
-
-
-def _describe(error: FileError) -> str:
-    _path, cell = split_cell_filename(error.filename)
-    return error.message if cell is None else f"cell {cell}: {error.message}"
 
 
 @dataclass
@@ -285,7 +278,7 @@ def _is_python(metadata: Any) -> bool:
     return str(name).lower() in ("python", "python3", "ipython")
 
 
-def _code_cells(notebook: _Notebook):
+def _code_cells(notebook: _Notebook) -> Iterator[tuple[int, str]]:
     for index, cell in enumerate(notebook.cells):
         if not isinstance(cell, dict) or cell.get("cell_type") != "code":
             continue
@@ -296,8 +289,17 @@ def _code_cells(notebook: _Notebook):
             yield index, source
 
 
+def code_cells(raw: bytes) -> list[tuple[int, str]]:
+    """(1-based cell number, source) of each Python code cell that is checked; [] if unreadable."""
+    try:
+        notebook = _load(raw)
+    except NotebookError:
+        return []
+    return [(index + 1, source) for index, source in _code_cells(notebook) if _mask(source) is not None]
+
+
 def check_notebook(
-    raw: bytes, filename: str, select: Collection[str] = ALL_CODES
+    raw: bytes, filename: str, select: Optional[Collection[str]] = None, with_edits: bool = True
 ) -> NotebookResult:
     """Check every Python code cell. Never raises on bad input."""
     result = NotebookResult(filename)
@@ -310,13 +312,14 @@ def check_notebook(
         masked = _mask(source)
         if masked is None:
             continue
-        cell_result = check_source(masked.code, cell_filename(filename, index + 1), select)
+        codes = _engine().ALL_CODES if select is None else select
+        cell_result = _engine().check_source(masked.code, f"{filename}:cell {index + 1}", codes, with_edits)
         result.cells.append(CellResult(index, cell_result))
     return result
 
 
 def fix_notebook(
-    raw: bytes, unsafe: bool = False, select: Collection[str] = ALL_CODES, filename: str = "<notebook>"
+    raw: bytes, unsafe: bool = False, select: Optional[Collection[str]] = None, filename: str = "<notebook>"
 ) -> Optional[bytes]:
     """The notebook with its fixable cells rewritten, or None when nothing changes.
 
@@ -333,7 +336,8 @@ def fix_notebook(
         masked = _mask(source)
         if span is None or masked is None:
             continue
-        fixed = fix_source(masked.code, cell_filename(filename, index + 1), select, unsafe)
+        codes = _engine().ALL_CODES if select is None else select
+        fixed = _engine().fix_source(masked.code, f"{filename}:cell {index + 1}", codes, unsafe)
         if fixed.error or not isinstance(fixed.fixed_source, str):
             continue
         new_source = _unmask(fixed.fixed_source, masked)
@@ -388,3 +392,72 @@ def _list_layout(old: str) -> tuple[str, str, str]:
             break
     # A one-line list shows no separator: lay a longer one out the way it opens.
     return first, "," + first if gap is None else gap, closing
+
+
+# --- Where a cell position lies in the .ipynb text (for annotations that point into the file). ---
+
+
+def _raw_offsets(text: str, span: _Span) -> list[int]:
+    """For each character of the cell's decoded source, its offset in the JSON text (plus one
+    entry for the end). The source is one JSON string or a list of them."""
+    offsets: list[int] = []
+    pos = span.start
+    while pos < span.end:
+        if text[pos] != '"':
+            pos += 1
+            continue
+        pos += 1  # inside a string until the closing quote
+        while pos < span.end and text[pos] != '"':
+            offsets.append(pos)
+            if text[pos] != "\\":
+                pos += 1
+            elif text[pos + 1] != "u":
+                pos += 2
+            elif (0xD800 <= int(text[pos + 2 : pos + 6], 16) < 0xDC00 and text.startswith("\\u", pos + 6)
+                  and 0xDC00 <= int(text[pos + 8 : pos + 12], 16) < 0xE000):
+                pos += 12  # a surrogate pair: one character
+            else:
+                pos += 6
+        pos += 1
+    offsets.append(pos)
+    return offsets
+
+
+class NotebookIndex:
+    """Maps (cell, row, column) of a finding to (line, column) of the `.ipynb` text."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._notebook: Optional[_Notebook] = None
+        try:
+            self._notebook = _load(raw)
+        except NotebookError:
+            return
+        text = self._notebook.text
+        self._line_starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", text)]
+        self._cells: dict[int, tuple[list[int], list[int]]] = {}
+
+    def _cell(self, number: int) -> Optional[tuple[list[int], list[int]]]:
+        if self._notebook is None:
+            return None
+        if number not in self._cells:
+            span = self._notebook.spans.get(number - 1)
+            if span is None:
+                return None
+            offsets = _raw_offsets(self._notebook.text, span)
+            decoded, _ = json.decoder.JSONDecoder().raw_decode(self._notebook.text, span.start)
+            source = "".join(decoded) if isinstance(decoded, list) else str(decoded)
+            starts = [0] + [m.end() for m in re.finditer(r"\r\n|\r|\n", source)]
+            self._cells[number] = (offsets, starts)
+        return self._cells[number]
+
+    def locate(self, cell: int, location: Location) -> Optional[Location]:
+        """The place in the file, or None when the cell cannot be found there."""
+        found = self._cell(cell)
+        if found is None:
+            return None
+        offsets, starts = found
+        row = min(max(location.row, 1), len(starts))
+        index = min(starts[row - 1] + location.column - 1, len(offsets) - 1)
+        raw = offsets[index]
+        line = bisect_right(self._line_starts, raw) - 1
+        return Location(line + 1, raw - self._line_starts[line] + 1)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import fake_rule
 from accumlint.cache import CACHE_DIR, Cache, find_project_root, fingerprint
-from accumlint.model import Edit, FileError, FileResult, Finding, FixSummary, Location
+from accumlint.model import Edit, FileError, FileResult, Finding, FixSummary, Location, Notice
 from accumlint.parallel import check_files
 
 
@@ -31,6 +31,18 @@ def test_round_trip_rebinds_the_filename(tmp_path):
     cache.put(cache.key(b"("), error)
     assert cache.get(cache.key(b"("), "d.py").error == FileError("d.py", "syntax error at 1:1: x")
     assert (tmp_path / CACHE_DIR / ".gitignore").read_text().strip().endswith("*")
+
+
+def test_round_trip_keeps_cells_and_notices(tmp_path):
+    cache = Cache(tmp_path, fingerprint(["ACC001"]))
+    finding = Finding("ACC001", "msg", "nb.ipynb", Location(2, 5), Location(2, 9), cell=3)
+    result = FileResult("nb.ipynb", findings=[finding], error=FileError("nb.ipynb", "syntax error", cell=4),
+                        notices=[Notice("nb.ipynb", 1, "invalid `# noqa`", cell=2)])
+    cache.put(cache.key(b"nb"), result)
+    hit = cache.get(cache.key(b"nb"), "other.ipynb")
+    assert hit.findings[0].cell == 3 and hit.findings[0].filename == "other.ipynb"
+    assert hit.error == FileError("other.ipynb", "syntax error", cell=4)
+    assert hit.notices == [Notice("other.ipynb", 1, "invalid `# noqa`", cell=2)]
 
 
 def test_key_depends_on_content_and_fingerprint(tmp_path):
@@ -110,7 +122,7 @@ def test_check_files_uses_and_refreshes_the_cache(tmp_path, monkeypatch):
     first = check_files([source], ["ACC001"], jobs=1, cache=cache)
     assert [f.code for f in first[0].findings] == ["ACC001"] and cache.writes == 1
     # A warm run answers from the cache without checking anything.
-    monkeypatch.setattr("accumlint.parallel.check_source", lambda *a: 1 / 0)
+    monkeypatch.setattr("accumlint.engine.check_source", lambda *a: 1 / 0)
     again = check_files([source], ["ACC001"], jobs=1, cache=cache)
     assert again == first and cache.hits == 1
     source.write_text("x = 1\nloss.backward()\n")  # changed bytes: checked again

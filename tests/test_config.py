@@ -55,15 +55,67 @@ def test_command_line_select_replaces_config_and_ignore_removes(project, invoke)
     assert codes(invoke("check", "--ignore", "ACC009", "t.py")) == []
 
 
-def test_exclude_globs_skip_files_and_folders_even_when_named(project, invoke):
+def test_exclude_globs_skip_files_and_folders_and_named_files_only_with_force_exclude(project, invoke):
     pyproject(project, '[tool.accumlint]\nexclude = ["legacy/", "*_gen.py"]\n')
     for name in ("legacy/old.py", "model_gen.py", "src/legacy/deep.py", "keep.py"):
         (project / name).parent.mkdir(parents=True, exist_ok=True)
         (project / name).write_text(BUGGY)
     result = invoke("check", ".")
     assert [line.split(":")[0] for line in result.stdout.splitlines() if ": ACC" in line] == ["keep.py"]
-    named = invoke("check", "model_gen.py")  # as pre-commit passes it
-    assert named.exit_code == 0 and "No Python files found" in named.stderr
+    named = invoke("check", "model_gen.py")  # named on the command line: checked, as ruff does
+    assert named.exit_code == 1 and "model_gen.py:3:5: ACC001" in named.stdout
+    forced = invoke("check", "--force-exclude", "model_gen.py", "legacy/old.py")  # as pre-commit runs it
+    assert forced.exit_code == 0 and "No Python files found" in forced.stderr
+    folder = invoke("check", "legacy")  # a named folder is walked too
+    assert "legacy/old.py:3:5: ACC001" in folder.stdout
+
+
+@pytest.mark.parametrize("pattern, excluded", [
+    ("/legacy", ["legacy/old.py"]),  # anchored at the config's folder
+    ("legacy", ["legacy/old.py", "src/legacy/deep.py"]),  # any depth
+    ("a/**/b", ["a/b/x.py", "a/m/b/y.py"]),  # ** also matches no folder at all
+    ("*.ipynb", ["nb.ipynb"]),
+    ("src/**/*.py", ["src/legacy/deep.py"]),
+])
+def test_exclude_patterns_are_gitignore_style(project, invoke, pattern, excluded):
+    pyproject(project, f'[tool.accumlint]\nexclude = ["{pattern}"]\n')
+    files = ["legacy/old.py", "src/legacy/deep.py", "a/b/x.py", "a/m/b/y.py", "nb.ipynb", "keep.py"]
+    for name in files:
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(BUGGY if name.endswith(".py") else "{}")
+    result = invoke("check", "-v", ".")
+    skipped = sorted(line.split("note: skipped ")[1].split(":")[0] for line in result.stderr.splitlines()
+                     if "note: skipped" in line)
+    # A folder that matches is skipped whole (not entered); report what it held.
+    covered = sorted(f for f in files if any(f == s or f.startswith(s + "/") for s in skipped))
+    assert covered == sorted(excluded)
+    assert "matches no file" not in result.stderr
+
+
+def test_patterns_that_match_nothing_are_warned_about(project, invoke):
+    pyproject(project, '[tool.accumlint]\nexclude = ["legacy", "nothing_here/"]\n'
+                       '[tool.accumlint.per-file-ignores]\n"tests/*" = ["ACC001"]\n"keep.py" = ["ACC001"]\n')
+    (project / "legacy").mkdir()
+    (project / "keep.py").write_text(BUGGY)
+    result = invoke("check", ".")
+    warned = [line for line in result.stderr.splitlines() if "matches no file" in line]
+    assert len(warned) == 2
+    assert "exclude pattern 'nothing_here/'" in warned[0] and "per-file-ignores pattern 'tests/*'" in warned[1]
+    # A run on one file (pre-commit) cannot tell: no warning.
+    assert "matches no file" not in invoke("check", "keep.py").stderr
+
+
+def test_gitignored_folders_are_not_walked_unless_named(project, invoke):
+    (project / ".gitignore").write_text("wandb/\noutputs\n*.bak.py\n")
+    for name in ("wandb/run-1/files/train.py", "outputs/copy.py", "old.bak.py", "train.py", "sub/outputs/x.py"):
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(BUGGY)
+    (project / "sub" / ".gitignore").write_text("!outputs\n")  # a deeper file re-includes
+    found = [line.split(":")[0] for line in invoke("check", ".").stdout.splitlines() if ": ACC" in line]
+    assert found == ["sub/outputs/x.py", "train.py"]
+    assert invoke("check", "--no-respect-gitignore", ".").stdout.count(": ACC001") == 5
+    assert invoke("check", "outputs/copy.py").exit_code == 1  # named: checked
+    assert invoke("check", "--force-exclude", "outputs/copy.py").exit_code == 0
 
 
 def test_per_file_ignores(project, invoke):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from accumlint.model import FileError, Finding, Location
 from accumlint.reporting.github import render_github
 
@@ -32,11 +34,25 @@ def test_errors_are_annotated_with_their_cause():
     assert out == "::error file=bad.py,title=accumlint::syntax error at 1:5: invalid syntax\n"
 
 
-def test_notebook_finding_names_the_cell_not_a_json_line():
-    out = render_github([_finding("nb.ipynb:cell 2")], [])
-    assert out == (
-        "::error file=nb.ipynb,title=ACC001::cell 2, line 3, col 5: loss is not divided by accum_steps\n"
-    )
+def test_notebook_finding_points_at_the_json_line_of_the_cell(tmp_path):
+    notebook = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": ["# title"]},
+                          {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None,
+                           "source": ["x = 1\n", "y = 2\n", "for b in d:  loss.backward()\n"]}],
+                "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "nb.ipynb"
+    text = json.dumps(notebook, indent=1)
+    path.write_text(text)
+    finding = Finding("ACC001", "msg", str(path), Location(3, 14), Location(3, 29), cell=2)
+    out = render_github([finding], [])
+    line = next(n for n, row in enumerate(text.splitlines(), 1) if "loss.backward" in row)
+    column = text.splitlines()[line - 1].index("loss.backward") + 1
+    assert f",line={line},col={column},endLine={line},endColumn={column + 15}," in out
+    assert out.rstrip("\n").endswith("::cell 2, line 3, col 14: msg")
+
+
+def test_notebook_that_cannot_be_read_is_annotated_as_a_whole():
+    out = render_github([Finding("ACC001", "msg", "gone.ipynb", Location(3, 5), Location(3, 20), cell=2)], [])
+    assert out == "::error file=gone.ipynb,title=ACC001::cell 2, line 3, col 5: msg\n"
 
 
 def test_nothing_to_report_prints_nothing():

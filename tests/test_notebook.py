@@ -12,7 +12,6 @@ from accumlint.notebook import (
     _unmask,
     check_notebook,
     fix_notebook,
-    split_cell_filename,
 )
 
 LOOP = [
@@ -60,10 +59,10 @@ def fake(monkeypatch):
 def test_findings_carry_cell_and_cell_relative_line(fake):
     raw = _notebook(_cell("# title", "markdown"), _cell(LOOP), _cell("y = 1\nl.backward()\n"))
     result = check_notebook(raw, "nb.ipynb")
-    located = [(f.filename, f.location.row, f.location.column) for f in result.findings()]
+    located = [(f.filename, f.cell, f.location.row, f.location.column) for f in result.findings()]
     # The magic lines are masked without moving any line: backward stays on line 5 of cell 2.
-    assert located == [("nb.ipynb:cell 2", 5, 5), ("nb.ipynb:cell 3", 2, 1)]
-    assert split_cell_filename(located[0][0]) == ("nb.ipynb", 2)
+    assert located == [("nb.ipynb", 2, 5, 5), ("nb.ipynb", 3, 2, 1)]
+    assert result.findings()[0].display_path == "nb.ipynb:cell 2"
     assert result.errors() == []
 
 
@@ -123,10 +122,25 @@ def test_valid_python_is_never_masked():
 def test_cell_magics_other_than_python_are_skipped(fake):
     raw = _notebook(_cell("%%bash\nloss.backward()\n"), _cell("%%python\nloss.backward()\n"))
     result = check_notebook(raw, "nb.ipynb")
-    assert [(f.filename, f.location.row) for f in result.findings()] == [("nb.ipynb:cell 2", 2)]
+    assert [(f.cell, f.location.row) for f in result.findings()] == [(2, 2)]
     new = json.loads(fix_notebook(raw))
     assert new["cells"][0]["source"] == "%%bash\nloss.backward()\n"
     assert new["cells"][1]["source"] == "%%python\n(loss / accum_steps).backward()\n"
+
+
+@pytest.mark.parametrize("magic", ["%%time", "%%capture out", "%%timeit -n 1 -r 1", "%%prun -s cumulative"])
+def test_python_cell_magics_are_checked_and_fixed(fake, magic):
+    raw = _notebook(_cell(f"{magic}\nfor b in data:\n    loss = f(b)\n    loss.backward()\n"))
+    assert [(f.cell, f.location.row) for f in check_notebook(raw, "nb.ipynb").findings()] == [(1, 4)]
+    new = json.loads(fix_notebook(raw))
+    assert new["cells"][0]["source"] == f"{magic}\nfor b in data:\n    loss = f(b)\n    (loss / accum_steps).backward()\n"
+
+
+@pytest.mark.parametrize("magic", ["%%bash", "%%writefile train.py", "%%html", "%%sql"])
+def test_other_language_cell_magics_are_skipped(fake, magic):
+    raw = _notebook(_cell(f"{magic}\nloss.backward()\n"))
+    assert check_notebook(raw, "nb.ipynb").findings() == []
+    assert fix_notebook(raw) is None
 
 
 def test_non_python_notebooks_are_not_checked(fake):
@@ -138,9 +152,10 @@ def test_non_python_notebooks_are_not_checked(fake):
 def test_syntax_error_names_the_cell(fake):
     raw = _notebook(_cell("ok = 1"), _cell("def (:\n  loss.backward()"))
     result = check_notebook(raw, "nb.ipynb")
-    assert [e.filename for e in result.errors()] == ["nb.ipynb:cell 2"]
+    assert [(e.filename, e.cell) for e in result.errors()] == [("nb.ipynb", 2)]
     merged = result.as_file_result()
-    assert merged.error is not None and merged.error.message.startswith("cell 2: syntax error")
+    assert merged.error is not None and merged.error.cell == 2
+    assert merged.error.message.startswith("syntax error")
     assert fix_notebook(raw) is None
 
 
@@ -164,15 +179,15 @@ def test_broken_notebooks_give_one_line_errors(raw, cause):
 def test_odd_cells_are_ignored_not_fatal(fake):
     raw = _notebook({"cell_type": "code"}, _cell(["a", 3]), _cell(""), "junk", _cell("l.backward()"))
     result = check_notebook(raw, "nb.ipynb")
-    assert [f.filename for f in result.findings()] == ["nb.ipynb:cell 5"]
+    assert [(f.filename, f.cell) for f in result.findings()] == [("nb.ipynb", 5)]
 
 
 def test_real_acc001_example_in_a_notebook():
     # Needs the real rules (ACC001 on the backward line, ACC005 on the `if`).
     raw = _notebook(_cell("import torch"), _cell(REAL_LOOP))
-    found = {(f.code, f.filename, f.location.row) for f in check_notebook(raw, "nb.ipynb").findings()}
-    assert ("ACC001", "nb.ipynb:cell 2", 3) in found
-    assert ("ACC005", "nb.ipynb:cell 2", 4) in found
+    found = {(f.code, f.cell, f.location.row) for f in check_notebook(raw, "nb.ipynb").findings()}
+    assert ("ACC001", 2, 3) in found
+    assert ("ACC005", 2, 4) in found
     new = fix_notebook(raw)
     assert new is not None
     cells = json.loads(new)["cells"]

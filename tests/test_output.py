@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -54,11 +55,16 @@ def test_json_of_a_clean_run_is_an_empty_list(project, invoke):
     assert (result.exit_code, json.loads(result.stdout)) == (0, [])
 
 
-def test_json_keeps_errors_out_of_stdout(project, invoke):
-    (project / "bad.py").write_text("def (:\n")
-    result = invoke("check", "--format", "json", "bad.py")
+def test_json_lists_files_that_could_not_be_checked(project, invoke):
+    (project / "bad.py").write_text("x = 1\ndef (:\n")
+    result = invoke("check", "--format", "json", "bad.py", "missing.py")
     assert result.exit_code == 2
-    assert json.loads(result.stdout) == []
+    data = json.loads(result.stdout)
+    assert [(d["code"], os.path.basename(d["filename"]), d["location"], d["message"].split(":")[0]) for d in data] == [
+        (None, "bad.py", {"row": 2, "column": 5}, "syntax error at 2"),
+        (None, "missing.py", {"row": 1, "column": 1}, "No such file or directory"),
+    ]
+    assert data[0]["cell"] is None and data[0]["fix"] is None
     assert result.stderr.startswith("bad.py: error: syntax error")
 
 

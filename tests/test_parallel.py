@@ -8,7 +8,7 @@ import os
 import pytest
 
 import fake_rule
-from accumlint import parallel
+from accumlint import engine, parallel
 from accumlint.parallel import check_files, read_source
 
 
@@ -32,7 +32,7 @@ def test_pool_and_in_process_give_the_same_sorted_results(tmp_path, monkeypatch)
     paths = _tree(tmp_path) + [tmp_path / "missing.py"]
     pooled = []
     real_pool = parallel._run_pool
-    monkeypatch.setattr(parallel, "_run_pool", lambda *a: pooled.append(1) or real_pool(*a))
+    monkeypatch.setattr(parallel, "_run_pool", lambda *a, **k: pooled.append(1) or real_pool(*a, **k))
     serial = check_files(paths, jobs=1)
     assert pooled == []
     both = check_files(reversed(paths), jobs=2)
@@ -47,7 +47,7 @@ def test_pool_and_in_process_give_the_same_sorted_results(tmp_path, monkeypatch)
 
 def test_few_files_stay_in_process(tmp_path, monkeypatch):
     fake_rule.install(monkeypatch)  # monkeypatched rules only exist in this process
-    monkeypatch.setattr(parallel, "_run_pool", lambda *a: pytest.fail("pool used for 3 files"))
+    monkeypatch.setattr(parallel, "_run_pool", lambda *a, **k: pytest.fail("pool used for 3 files"))
     results = check_files(_tree(tmp_path, 3), ["ACC001"], jobs=8)
     assert [[f.code for f in r.findings] for r in results] == [["ACC001"]] * 3
 
@@ -103,7 +103,7 @@ def test_an_internal_error_costs_one_file(tmp_path, monkeypatch):
             raise ValueError("boom\nsecond line")
         return parallel.FileResult(filename)
 
-    monkeypatch.setattr(parallel, "check_source", explode)
+    monkeypatch.setattr(engine, "check_source", explode)
     results = check_files(paths, jobs=1)
     assert [r.error.message if r.error else None for r in results] == [
         None, "internal error: ValueError: boom", None]
@@ -127,7 +127,7 @@ def test_notebooks_are_checked_cell_by_cell(tmp_path, monkeypatch):
     path = tmp_path / "nb.ipynb"
     path.write_text(json.dumps(notebook))
     (result,) = check_files([path], ["ACC001"], jobs=1)
-    assert [(f.filename, f.location.row) for f in result.findings] == [(f"{path}:cell 1", 2)]
+    assert [(f.filename, f.cell, f.location.row) for f in result.findings] == [(str(path), 1, 2)]
 
 
 def test_chunks_balance_sizes():

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Optional
 
 from accumlint.model import FileError, Finding
+from accumlint.reporting.sources import Sources
 
 
 def _data(text: str) -> str:
@@ -16,15 +17,20 @@ def _prop(text: str) -> str:
     return _data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def annotation(finding: Finding) -> str:
+def annotation(finding: Finding, sources: Optional[Sources] = None) -> str:
     start, end = finding.location, finding.end_location
-    # "nb.ipynb:cell 3" (accumlint.notebook): a cell-relative line would point into the wrong
-    # part of the .ipynb JSON, so annotate the notebook as a whole and name the cell in the text.
-    head, sep, cell = finding.filename.rpartition(":cell ")
-    if sep and cell.isdigit():
-        props = [f"file={_prop(head)}", f"title={_prop(finding.code)}"]
-        message = f"cell {cell}, line {start.row}, col {start.column}: {finding.message}"
-        return f"::error {','.join(props)}::{_data(message)}"
+    message = finding.message
+    if finding.cell is not None:
+        # The annotation must point at the .ipynb file's own lines: map the cell position into
+        # the JSON text, and name the cell and its line in the message for the reader.
+        message = f"cell {finding.cell}, line {start.row}, col {start.column}: {message}"
+        sources = sources or Sources()
+        mapped_start = sources.in_file(finding.filename, finding.cell, start)
+        mapped_end = sources.in_file(finding.filename, finding.cell, end)
+        if mapped_start is None or mapped_end is None:
+            props = [f"file={_prop(finding.filename)}", f"title={_prop(finding.code)}"]
+            return f"::error {','.join(props)}::{_data(message)}"
+        start, end = mapped_start, mapped_end
     props = [
         f"file={_prop(finding.filename)}",
         f"line={start.row}",
@@ -33,14 +39,17 @@ def annotation(finding: Finding) -> str:
         f"endColumn={end.column}",
         f"title={_prop(finding.code)}",
     ]
-    return f"::error {','.join(props)}::{_data(finding.message)}"
+    return f"::error {','.join(props)}::{_data(message)}"
 
 
 def error_annotation(error: FileError) -> str:
-    return f"::error file={_prop(error.filename)},title=accumlint::{_data(error.message)}"
+    message = error.message if error.cell is None else f"cell {error.cell}: {error.message}"
+    return f"::error file={_prop(error.filename)},title=accumlint::{_data(message)}"
 
 
-def render_github(findings: Iterable[Finding], errors: Iterable[FileError] = ()) -> str:
-    lines = [annotation(finding) for finding in findings]
+def render_github(findings: Iterable[Finding], errors: Iterable[FileError] = (),
+                  sources: Optional[Sources] = None) -> str:
+    sources = sources or Sources()
+    lines = [annotation(finding, sources) for finding in findings]
     lines += [error_annotation(error) for error in errors]
     return "".join(line + "\n" for line in lines)

@@ -1,0 +1,116 @@
+"""`# noqa` comments: which findings they silence, and warnings for the ones that are malformed.
+
+Per line, as ruff reads them:
+- `# noqa` alone (or followed by another `#` comment) silences every code on that line;
+- `# noqa: ACC001, ACC005` silences those codes;
+- anything else after `noqa` (`# noqa ACC001`, a missing colon; `# noqa:` with no code) is an
+  invalid directive: it silences nothing and draws a warning, so a typo never turns into a
+  blanket suppression.
+For a whole file, a comment line of its own: `# accumlint: noqa` (every code) or
+`# accumlint: noqa: ACC001, ACC005` (those codes).
+
+A code of another tool (`E501`, `F401`) is accepted silently, since files are often linted by
+several tools; an `ACC` code that does not exist draws a warning.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, Optional
+
+from accumlint.registry import RULES
+
+# The directive: `noqa` after `#` (any spaces), then whatever follows up to the next `#`.
+_DIRECTIVE = re.compile(r"#\s*noqa(?![\w-])(?P<rest>[^#]*)", re.IGNORECASE)
+_FILE_DIRECTIVE = re.compile(r"^\s*#\s*accumlint\s*:\s*noqa(?![\w-])(?P<rest>[^#]*)", re.IGNORECASE)
+_CODE = re.compile(r"[A-Z]+[0-9]+")
+_SEPARATOR = re.compile(r"[\s,]+")
+OUR_PREFIX = "ACC"
+
+
+@dataclass(frozen=True)
+class Directive:
+    """One parsed `noqa`: `codes` None means every code; `problem` set means it is invalid."""
+
+    codes: Optional[frozenset[str]] = None
+    problem: Optional[str] = None
+    unknown: tuple[str, ...] = ()  # ACC codes that no rule has
+
+    @property
+    def valid(self) -> bool:
+        return self.problem is None
+
+    def covers(self, code: str) -> bool:
+        if not self.valid:
+            return False
+        return self.codes is None or code.upper() in self.codes
+
+
+def _parse_rest(rest: str) -> Directive:
+    """What follows `noqa`: nothing (blanket), or `: CODE, CODE`."""
+    stripped = rest.strip()
+    if not stripped:
+        return Directive()
+    if not stripped.startswith(":"):
+        return Directive(problem="expected `:` followed by a comma-separated list of codes "
+                                 "(e.g., `# noqa: ACC001, ACC005`)")
+    items = [item for item in _SEPARATOR.split(stripped[1:].strip()) if item]
+    if not items:
+        return Directive(problem="expected a comma-separated list of codes after `noqa:`")
+    bad = [item for item in items if not _CODE.fullmatch(item)]
+    if bad:
+        return Directive(problem=f"expected codes of uppercase letters followed by digits "
+                                 f"(e.g., `ACC001`), found `{bad[0]}`")
+    unknown = tuple(item for item in items if item.startswith(OUR_PREFIX) and item not in RULES)
+    return Directive(codes=frozenset(items), unknown=unknown)
+
+
+def line_directive(line: str) -> Optional[Directive]:
+    """The `# noqa` on one source line, or None. A line-level directive is any `# noqa` in a
+    comment; text inside a string that looks like one is rare enough to accept, as flake8 does."""
+    if _FILE_DIRECTIVE.match(line):
+        return None  # a file-level directive, not a line one
+    match = _DIRECTIVE.search(line)
+    return _parse_rest(match.group("rest")) if match else None
+
+
+def suppressed(line: str, code: str) -> bool:
+    """Whether the `# noqa` on `line` (if any, and valid) silences `code` there."""
+    directive = line_directive(line)
+    return directive is not None and directive.covers(code)
+
+
+def file_directive(lines: Iterable[str]) -> Optional[Directive]:
+    """The union of the file's `# accumlint: noqa` lines (only valid ones count)."""
+    found: Optional[Directive] = None
+    for line in lines:
+        match = _FILE_DIRECTIVE.match(line)
+        if not match:
+            continue
+        directive = _parse_rest(match.group("rest"))
+        if not directive.valid:
+            continue
+        if directive.codes is None:
+            return Directive()
+        codes = directive.codes | (found.codes or frozenset() if found else frozenset())
+        found = Directive(codes=codes)
+    return found
+
+
+def problems(lines: Iterable[str]) -> list[tuple[int, str]]:
+    """(1-based row, message) for every malformed or unknown-code `noqa` in the lines."""
+    found: list[tuple[int, str]] = []
+    for row, line in enumerate(lines, start=1):
+        if "noqa" not in line.lower():
+            continue
+        match = _FILE_DIRECTIVE.match(line)
+        directive = _parse_rest(match.group("rest")) if match else line_directive(line)
+        if directive is None:
+            continue
+        kind = "`# accumlint: noqa`" if match else "`# noqa`"
+        if directive.problem:
+            found.append((row, f"invalid {kind} directive (it silences nothing): {directive.problem}"))
+        for code in directive.unknown:
+            found.append((row, f"unknown rule code `{code}` in {kind} (see `accumlint rule --all`)"))
+    return found
