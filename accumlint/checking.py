@@ -88,18 +88,18 @@ def _scope(filename: str, data: bytes, select: Collection[str]) -> _Scope:
     else:
         texts = [(None, _decode(data))]
     notices: list[Notice] = []
-    lines: list[str] = []
-    for cell, text in texts:
-        cell_lines = text.splitlines()
-        lines.extend(cell_lines)
-        notices.extend(Notice(filename, row, message, cell) for row, message in noqa.problems(cell_lines))
-    directive = noqa.file_directive(lines)
-    if directive is None:
+    directives: list[noqa.Directive] = []
+    for cell, text in texts:  # a directive in any cell covers the whole notebook
+        notices.extend(Notice(filename, row, message, cell) for row, message in noqa.problems(text))
+        found = noqa.file_directive(text)
+        if found is not None:
+            directives.append(found)
+    if not directives:
         return _Scope(frozenset(select), notices)
-    if directive.codes is None:
+    if any(d.codes is None for d in directives):
         return _Scope(frozenset(), notices)
-    return _Scope(frozenset(select) - directive.codes, notices)
-
+    silenced = frozenset().union(*(d.codes or frozenset() for d in directives))
+    return _Scope(frozenset(select) - silenced, notices)
 
 # -- Python files and notebooks -------------------------------------------------------------
 

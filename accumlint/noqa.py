@@ -15,9 +15,11 @@ several tools; an `ACC` code that does not exist draws a warning.
 
 from __future__ import annotations
 
+import io
 import re
+import tokenize
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Optional
 
 from accumlint.registry import RULES
 
@@ -81,11 +83,38 @@ def suppressed(line: str, code: str) -> bool:
     return directive is not None and directive.covers(code)
 
 
-def file_directive(lines: Iterable[str]) -> Optional[Directive]:
-    """The union of the file's `# accumlint: noqa` lines (only valid ones count)."""
-    found: Optional[Directive] = None
-    for line in lines:
-        match = _FILE_DIRECTIVE.match(line)
+def comments(text: str) -> list[tuple[int, bool, str]]:
+    """(1-based row, whether the comment is alone on its line, comment text) of every comment,
+    found by Python's tokenizer so that `'# noqa'` inside a string is not one. Text the tokenizer
+    cannot read (IPython syntax, a syntax error) is read line by line instead."""
+    if "noqa" not in text.lower():
+        return []
+    found: list[tuple[int, bool, str]] = []
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT and "noqa" in token.string.lower():
+                alone = not token.line[: token.start[1]].strip()
+                found.append((token.start[0], alone, token.string))
+        return found
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    for row, line in enumerate(text.splitlines(), start=1):
+        match = re.search(r"#.*noqa.*$", line, re.IGNORECASE)
+        if match:
+            found.append((row, not line[: match.start()].strip(), match.group()))
+    return found
+
+
+def _file_level(alone: bool, comment: str) -> Optional[re.Match[str]]:
+    return _FILE_DIRECTIVE.match(comment) if alone else None
+
+
+def file_directive(text: str) -> Optional[Directive]:
+    """The union of the file's valid `# accumlint: noqa` lines (each a comment of its own)."""
+    codes: set[str] = set()
+    found = False
+    for _row, alone, comment in comments(text):
+        match = _file_level(alone, comment)
         if not match:
             continue
         directive = _parse_rest(match.group("rest"))
@@ -93,19 +122,22 @@ def file_directive(lines: Iterable[str]) -> Optional[Directive]:
             continue
         if directive.codes is None:
             return Directive()
-        codes = directive.codes | (found.codes or frozenset() if found else frozenset())
-        found = Directive(codes=codes)
-    return found
+        found = True
+        codes |= directive.codes
+    return Directive(codes=frozenset(codes)) if found else None
 
 
-def problems(lines: Iterable[str]) -> list[tuple[int, str]]:
-    """(1-based row, message) for every malformed or unknown-code `noqa` in the lines."""
+def problems(text: str) -> list[tuple[int, str]]:
+    """(1-based row, message) for every malformed or unknown-code `noqa` comment in the text."""
     found: list[tuple[int, str]] = []
-    for row, line in enumerate(lines, start=1):
-        if "noqa" not in line.lower():
-            continue
-        match = _FILE_DIRECTIVE.match(line)
-        directive = _parse_rest(match.group("rest")) if match else line_directive(line)
+    for row, alone, comment in comments(text):
+        match = _file_level(alone, comment)
+        if match:
+            directive: Optional[Directive] = _parse_rest(match.group("rest"))
+        elif _FILE_DIRECTIVE.match(comment):
+            continue  # `x = 1  # accumlint: noqa` is no directive at all
+        else:
+            directive = line_directive(comment)
         if directive is None:
             continue
         kind = "`# accumlint: noqa`" if match else "`# noqa`"

@@ -1,9 +1,13 @@
-"""`# noqa` seen from the command line: it hides findings and keeps --fix off those lines."""
+"""`# noqa`: it hides findings and keeps --fix off those lines; a malformed one hides nothing and
+is warned about; `# accumlint: noqa` silences a whole file (or some codes in it)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from accumlint import noqa
 from cli_samples import BUGGY
 
 pytestmark = pytest.mark.usefixtures("fake_rules")
@@ -19,6 +23,7 @@ LINE = "    loss.backward()"
         ("  # NOQA:ACC001", True),
         ("  # noqa: ACC006, ACC001", True),
         ("  # noqa: ACC006 ACC001", True),
+        ("  # noqa  # why: the loss is a sum on purpose", True),
         ("  # noqa: ACC006", False),
         ("  # noqa: ACC0011", False),
         ("  # no qa", False),
@@ -35,6 +40,27 @@ def test_noqa_comment(project, invoke, comment, suppressed):
     assert (path.read_text() == text) is suppressed
 
 
+@pytest.mark.parametrize("line, warning", [
+    ("x = 1  # noqa ACC001", "invalid `# noqa` directive (it silences nothing): expected `:`"),
+    ("x = 1  # noqa:", "expected a comma-separated list of codes"),
+    ("x = 1  # noqa: acc001", "found `acc001`"),
+    ("x = 1  # noqa: ACC999, E501", "unknown rule code `ACC999`"),
+    ("# accumlint: noqa ACC001", "invalid `# accumlint: noqa` directive"),
+])
+def test_malformed_noqa_is_warned_about_with_its_place(project, invoke, line, warning):
+    (project / "t.py").write_text("y = 0\n" + line + "\n")
+    for _ in range(2):  # the second run answers from the cache, warnings included
+        result = invoke("check", "t.py")
+        warnings = [w for w in result.stderr.splitlines() if w.startswith("warning:")]
+        assert len(warnings) == 1 and warnings[0].startswith("warning: t.py:2: ")
+        assert warning in warnings[0]
+
+
+def test_well_formed_noqa_draws_no_warning(project, invoke):
+    (project / "t.py").write_text("a = 1  # noqa\nb = 2  # noqa: ACC001, E501, F401\nc = '# noqa'  # noqa: ACC009\n")
+    assert "warning" not in invoke("check", "t.py").stderr
+
+
 def test_noqa_on_another_line_does_not_suppress(project, invoke):
     (project / "t.py").write_text("# noqa: ACC001\n" + BUGGY)
     assert "t.py:4:5: ACC001" in invoke("check", "t.py").stdout
@@ -44,3 +70,41 @@ def test_noqa_for_one_code_keeps_the_others(project, invoke):
     (project / "t.py").write_text("ddp.no_sync_missing(); loss.backward()  # noqa: ACC001\n")
     out = invoke("check", "t.py").stdout
     assert "ACC009" in out and "ACC001" not in out
+
+
+BOTH = BUGGY + "model.no_sync_missing()\n"
+
+
+@pytest.mark.parametrize("header, remaining", [
+    ("# accumlint: noqa\n", []),
+    ("#accumlint:noqa\n", []),
+    ("# accumlint: noqa: ACC001\n", ["ACC009"]),
+    ("# accumlint: noqa: ACC001, ACC009\n", []),
+    ("x = 1  # accumlint: noqa\n", ["ACC001", "ACC009"]),  # file-level only on a line of its own
+])
+def test_file_level_noqa(project, invoke, header, remaining):
+    path = project / "t.py"
+    path.write_text(header + BOTH)
+    result = invoke("check", "--format", "json", "t.py")
+    assert [d["code"] for d in json.loads(result.stdout)] == remaining
+    invoke("check", "--fix", "t.py")
+    assert ("(loss / accum_steps)" in path.read_text()) is ("ACC001" in remaining)
+
+
+def test_file_level_noqa_in_a_notebook_cell_covers_the_notebook(project, invoke):
+    cells = [{"cell_type": "code", "metadata": {}, "execution_count": None, "outputs": [], "source": source}
+             for source in ("# accumlint: noqa: ACC001\n", BOTH)]
+    (project / "nb.ipynb").write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    data = json.loads(invoke("check", "--format", "json", "nb.ipynb").stdout)
+    assert [(d["code"], d["cell"]) for d in data] == [("ACC009", 2)]
+
+
+def test_parser_units():
+    assert noqa.suppressed("x  # noqa", "ACC001")
+    assert not noqa.suppressed("x  # noqa ACC001", "ACC001")
+    assert noqa.suppressed("x  # noqa:ACC001,ACC002", "ACC002")
+    assert noqa.file_directive("# accumlint: noqa: ACC001\n# accumlint: noqa: ACC005\n").codes == {"ACC001", "ACC005"}
+    assert noqa.file_directive("x = 1  # noqa\n") is None
+    assert noqa.problems("ok  # noqa\nbad  # noqa ACC1\ns = '# noqa x'\n") == [
+        (2, "invalid `# noqa` directive (it silences nothing): expected `:` followed by a comma-separated "
+            "list of codes (e.g., `# noqa: ACC001, ACC005`)")]
