@@ -6,11 +6,13 @@ from __future__ import annotations
 import ast
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Collection, Optional, Union
 
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
 from accumlint.model import FileError, FileResult, Finding, FixSummary, Location, Violation
+from accumlint.project import ProjectIndex, index_for
 from accumlint.registry import RULES
 from accumlint.rules import RULE_CHECKS
 from accumlint.source import DecodeError, SourceText, decode, encode
@@ -80,7 +82,7 @@ class _Analysis:
         self.located: list[_Located] = []
         if not _might_have_findings(text):
             return
-        facts = analyse(self.module, self.src)
+        facts = analyse(self.module, self.src, *_project_of(filename))
         for violation in _violations(facts, select):
             start, end = self.src.span(violation.node)
             located = _Located(violation, Location(*self.src.position(start)), Location(*self.src.position(end)))
@@ -109,6 +111,17 @@ class _Analysis:
             fix=summary,
             url=RULES[violation.code].url,
         )
+
+
+def _project_of(filename: str) -> tuple[Optional[Path], Optional[ProjectIndex]]:
+    """The checked file and its project, when it is a file on disk (not stdin or a test string)."""
+    path = Path(filename)
+    try:
+        if not path.is_file():
+            return None, None
+    except (OSError, ValueError):
+        return None, None
+    return path, index_for(path)
 
 
 def _violations(facts: ModuleFacts, select: Collection[str]) -> list[Violation]:

@@ -3,13 +3,15 @@ value still carries an autograd graph. Both answer "unknown" rather than guess."
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
 import ast
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_number, mentions, method_of
+
+if TYPE_CHECKING:
+    from accumlint.analysis.calls import Resolver
 
 _PASS_THROUGH_METHODS = {
     "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
@@ -86,8 +88,9 @@ def reaching(name: str, scope: Scope, before: int) -> tuple[Optional[Definition]
 
 
 class DataFlow:
-    def __init__(self, collected: Collected) -> None:
+    def __init__(self, collected: Collected, resolver: Resolver) -> None:
         self.collected = collected
+        self.resolver = resolver
         self._module_scope = collected.scopes[0]
 
     # --- scaling -----------------------------------------------------------------------
@@ -148,31 +151,31 @@ class DataFlow:
         if definition.kind == "assign" and definition.value is not None:
             return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
-            helper = self._helper_returns(definition.value)
+            helper = self._helper_returns(definition.value, definition.stmt)
             if helper is not None:
                 return self._returns_scaling(helper, k_names, depth, definition.index)
-            return self._source(definition.value, k_names)
+            return self._source(definition.value, k_names, definition.stmt)
         return UNKNOWN
 
-    def _source(self, call: ast.Call, k_names) -> Scaling:
-        """A call we cannot see into: unscaled, unless it is handed k (it may divide inside)."""
+    def _source(self, call: ast.Call, k_names, at: Stmt) -> Scaling:
+        """A call we cannot see into: a fresh, unscaled loss (a criterion, a model), unless it is
+        handed k (it may divide inside) or it is a method of the object's own class hierarchy
+        that could not be resolved (`self.compute_loss()` inherited from a library class)."""
+        if self._inherited_unseen(call, at) or self.resolver.points_into_project(call):
+            return UNKNOWN
         if any(mentions(arg, k_names) for arg in call.args) or any(mentions(kw.value, k_names) for kw in call.keywords):
             return UNKNOWN
         return SOURCE
 
-    def _helper_returns(self, call: ast.Call) -> Optional[list[tuple[ast.expr, Stmt]]]:
-        func = call.func
-        name = None
-        if isinstance(func, ast.Name):
-            name = func.id
-        elif isinstance(func, ast.Attribute) and dotted(func.value) == "self":
-            name = func.attr
-        scopes = self.collected.functions.get(name or "", [])
-        if len(scopes) != 1 or not scopes[0].returns:
+    def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
+        """The return values of the function the call runs, with the data flow of its module."""
+        callee = self.resolver.resolve(call, at.scope)
+        if callee is None or not callee.scope.returns:
             return None
-        return scopes[0].returns
+        return callee.scope.returns, callee.module.flow
 
-    def _returns_scaling(self, returns, k_names, depth, index=()) -> Scaling:
+    def _returns_scaling(self, helper, k_names, depth, index=()) -> Scaling:
+        returns, flow = helper
         results = []
         for value, stmt in returns:
             for position in index:
@@ -180,7 +183,7 @@ class DataFlow:
                     value = value.elts[position]
                 else:
                     return UNKNOWN
-            results.append(self.scaling(value, stmt, k_names, depth + 1))
+            results.append(flow.scaling(value, stmt, k_names, depth + 1))
         first = results[0]
         if any(r != first for r in results[1:]):
             return UNKNOWN
@@ -203,10 +206,30 @@ class DataFlow:
             return _divide(inner, mentions(call.args[1], k_names))
         if full in {"sum", "torch.stack", "torch.cat"}:
             return UNKNOWN
-        helper = self._helper_returns(call)
+        helper = self._helper_returns(call, at)
         if helper is not None:
             return self._returns_scaling(helper, k_names, depth)
-        return self._source(call, k_names)
+        return self._source(call, k_names, at)
+
+    def _inherited_unseen(self, call: ast.Call, at: Stmt) -> bool:
+        """`self.m()` / `super().m()` that is no attribute set in this file, in a class with a base
+        we cannot read (`transformers.Trainer`): the method may do anything."""
+        func = call.func
+        if not isinstance(func, ast.Attribute):
+            return False
+        owner = func.value
+        own = isinstance(owner, ast.Name) and owner.id in {"self", "cls"}
+        if not own and not (isinstance(owner, ast.Call) and dotted(owner.func) == "super"):
+            return False
+        if own and any(scope.definitions(f"{owner.id}.{func.attr}") for scope in self.collected.scopes):
+            return False  # `self.criterion = nn.CrossEntropyLoss()`: a callable object
+        scope: Optional[Scope] = at.scope
+        while scope is not None and scope.class_node is None:
+            scope = scope.parent
+        if scope is None or scope.class_node is None:
+            return False
+        classes = self.collected.classes
+        return any(dotted(base) not in classes and dotted(base) != "object" for base in scope.class_node.bases)
 
     # --- graphs -------------------------------------------------------------------------
     def carries_graph(self, expr: ast.expr, at: Stmt, depth: int = 0) -> bool:

@@ -3,25 +3,39 @@ scheduler calls, each with the statement it sits in."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Optional
-
 import ast
+from dataclasses import dataclass
+from enum import Enum
+from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis import roles as R
 from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, method_of, positional
 
-BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = (
-    "backward", "step", "zero_grad", "clip", "unscale", "update", "sched_step",
-)
+if TYPE_CHECKING:
+    from accumlint.analysis.calls import Resolver
+
+
+class EventKind(str, Enum):
+    """What a statement does to the loss, the gradients or the optimizer."""
+
+    BACKWARD = "backward"
+    STEP = "step"
+    ZERO = "zero_grad"
+    CLIP = "clip"
+    UNSCALE = "unscale"
+    UPDATE = "update"
+    SCHED = "sched_step"
+
+
+BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = EventKind
 _CLIP_NAMES = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"}
-_HELPER_KINDS = {BACKWARD, STEP, ZERO, SCHED, UPDATE, UNSCALE, CLIP}
+HELPER_KINDS = frozenset(EventKind)
 
 
 @dataclass(eq=False, repr=False)
 class Event:
-    kind: str
+    kind: EventKind
     stmt: Stmt
     call: Optional[ast.Call] = None
     receiver: Optional[str] = None
@@ -31,7 +45,8 @@ class Event:
     framework: Optional[str] = None  # accelerate, deepspeed, lightning, fabric (backward)
     retain_graph: Optional[ast.expr] = None
     self_unscaling: bool = False  # a clip that unscales by itself (Accelerate, Lightning, Fabric)
-    helper: Optional[str] = None  # name of the local function the event happens in
+    helper: Optional[str] = None  # the called function the event happens in
+    helper_scope: Optional[Scope] = None  # its scope, when the call was resolved
 
     @property
     def order(self) -> int:
@@ -132,17 +147,8 @@ def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
     return [Event(BACKWARD, stmt, None, tensor=value, framework="lightning-auto") for value, stmt in scope.returns]
 
 
-def _helper_name(call: ast.Call) -> Optional[str]:
-    """`f(...)` or `self.f(...)`: a call that may reach a function of this file."""
-    if isinstance(call.func, ast.Name):
-        return call.func.id
-    if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Name) and call.func.value.id == "self":
-        return call.func.attr
-    return None
-
-
-def collect_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:
-    """Events per scope (keyed by id(scope)), helpers' events copied to their call sites."""
+def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:
+    """The events each scope performs itself (keyed by id(scope))."""
     direct: dict[int, list[Event]] = {}
     manual = lightning_manual(collected)
     for scope in collected.scopes:
@@ -150,25 +156,21 @@ def collect_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event
         events.extend(_grad_set_to_none(scope))
         events.extend(_lightning_returns(scope, manual))
         direct[id(scope)] = events
-    # Kinds each local function performs (one level of helpers, then one more).
-    summary: dict[str, set[str]] = {}
-    for _ in range(2):
-        for name, scopes in collected.functions.items():
-            kinds = summary.setdefault(name, set())
-            for scope in scopes:
-                kinds |= {e.kind for e in direct[id(scope)] if e.kind in _HELPER_KINDS}
-                for site in scope.calls:
-                    callee = _helper_name(site.call)
-                    if callee and callee != name:
-                        kinds |= summary.get(callee, set())
+    return direct
+
+
+def collect_events(collected: Collected, direct: dict[int, list[Event]], resolver: Resolver) -> dict[int, list[Event]]:
+    """Events per scope (keyed by id(scope)): its own, and at each call of a resolved function
+    the events that function performs, itself or further down."""
     result: dict[int, list[Event]] = {}
     for scope in collected.scopes:
         events = list(direct[id(scope)])
         for site in scope.calls:
-            callee = _helper_name(site.call)
-            if callee and callee != scope.name:
-                for kind in sorted(summary.get(callee, ())):
-                    events.append(Event(kind, site.stmt, site.call, None, helper=callee))
+            callee = resolver.resolve(site.call, scope)
+            if callee is None or callee.scope is scope:
+                continue
+            for kind in sorted(resolver.kinds(callee), key=lambda k: k.value):
+                events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, helper_scope=callee.scope))
         events.sort(key=lambda e: e.order)
         result[id(scope)] = events
     return result

@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Iterator
-
 import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterator, Optional
 
+from accumlint.analysis.ancestry import forget_ancestry
+from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event, collect_events
-from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis.exprs import forget_names
-from accumlint.analysis.roles import Roles, infer_roles
+from accumlint.analysis.roles import Roles
 from accumlint.analysis.windows import Window, find_windows
+from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
 
@@ -45,17 +47,22 @@ class ModuleFacts:
     collected: Collected
     roles: Roles
     flow: DataFlow
+    analysed: AnalysedModule
     scopes: list[ScopeFacts] = field(default_factory=list)
 
 
 
-def analyse(module: ast.Module, source: SourceText) -> ModuleFacts:
+def analyse(
+    module: ast.Module, source: SourceText, path: Optional[Path] = None, index: Optional[ProjectIndex] = None
+) -> ModuleFacts:
+    """The facts of one checked module; with a path and a project index, calls into the
+    project's other modules are followed too."""
     forget_names()
     forget_ancestry()
-    collected = collect(module)
-    roles = infer_roles(collected)
-    events = collect_events(collected, roles)
-    facts = ModuleFacts(module, source, collected, roles, DataFlow(collected))
+    analysed = AnalysedModule(collect(module), path, index)
+    collected = analysed.collected
+    events = collect_events(collected, analysed.direct, analysed.resolver)
+    facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
     for scope in collected.scopes:
         scope_events = events[id(scope)]
         facts.scopes.append(ScopeFacts(scope, scope_events, find_windows(scope, scope_events)))

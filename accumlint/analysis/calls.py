@@ -1,0 +1,211 @@
+"""Which function a call runs, when the code shows it: a closure, a module function, a method of
+the class or its bases within the project (`self.m()`, `super().m()`), a function imported from a
+local module, a `functools.partial` of those. Anything else is unknown (None), and rules that
+need the callee's facts stay silent."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Optional
+
+from accumlint.analysis.collect import Collected, Scope, collect
+from accumlint.analysis.exprs import dotted, last_part, positional
+
+if TYPE_CHECKING:
+    from accumlint.analysis.dataflow import DataFlow
+    from accumlint.analysis.events import Event, EventKind
+    from accumlint.analysis.roles import Roles
+    from accumlint.project import ProjectIndex
+
+_MAX_DEPTH = 8
+
+
+@dataclass(frozen=True, eq=False)
+class Callee:
+    scope: Scope
+    module: "AnalysedModule"
+
+
+class AnalysedModule:
+    """One module's collected facts, roles and direct events, and a resolver for its calls."""
+
+    def __init__(self, collected: Collected, path: Optional[Path], index: Optional[ProjectIndex]) -> None:
+        from accumlint.analysis.dataflow import DataFlow
+        from accumlint.analysis.events import direct_events
+        from accumlint.analysis.roles import infer_roles
+
+        self.collected = collected
+        self.path = path
+        self.index = index
+        self.roles: Roles = infer_roles(collected)
+        self.direct: dict[int, list[Event]] = direct_events(collected, self.roles)
+        self.resolver = Resolver(self)
+        self.flow: DataFlow = DataFlow(collected, self.resolver)
+        self.top_functions = {
+            s.name: s for s in collected.scopes if s.parent is not None and s.parent.parent is None and s.class_node is None
+        }
+
+
+_ANALYSED: dict[int, tuple[object, AnalysedModule]] = {}
+
+
+def analysed(index: ProjectIndex, path: Path) -> Optional[AnalysedModule]:
+    """A local module, analysed once per parse (the index re-parses it only when it changes)."""
+    module = index.module(path)
+    if module is None:
+        return None
+    known = _ANALYSED.get(id(module))
+    if known is None or known[0] is not module:
+        known = _ANALYSED[id(module)] = (module, AnalysedModule(collect(module.tree), module.path, index))
+    return known[1]
+
+
+def _enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
+    while scope is not None and scope.class_node is None:
+        scope = scope.parent
+    return scope
+
+
+class Resolver:
+    def __init__(self, module: AnalysedModule) -> None:
+        self.module = module
+        self._children: dict[tuple[int, str], Scope] = {}
+        for scope in module.collected.scopes:
+            if scope.parent is not None and scope.class_node is None:
+                self._children.setdefault((id(scope.parent), scope.name), scope)
+        self._methods: dict[tuple[int, str], Scope] = {}
+        for scope in module.collected.scopes:
+            if scope.class_node is not None:
+                self._methods.setdefault((id(scope.class_node), scope.name), scope)
+        self._kinds: dict[int, frozenset[EventKind]] = {}
+        self._busy: set[int] = set()
+
+    # --- resolution ----------------------------------------------------------------------
+    def resolve(self, call: ast.Call, scope: Scope, depth: int = 0) -> Optional[Callee]:
+        if depth > _MAX_DEPTH:
+            return None
+        func = call.func
+        if isinstance(func, ast.Name):
+            return self._name(func.id, scope, depth)
+        if not isinstance(func, ast.Attribute):
+            return None
+        owner = func.value
+        if isinstance(owner, ast.Name) and owner.id in {"self", "cls"}:
+            cls = _enclosing_class(scope)
+            return self.method(cls.class_node, func.attr, depth) if cls and cls.class_node else None
+        if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
+            cls = _enclosing_class(scope)
+            return self._in_bases(cls.class_node, func.attr, depth) if cls and cls.class_node else None
+        name = dotted(owner)
+        if name is None:
+            return None
+        local_class = self.module.collected.classes.get(name)
+        if local_class is not None:  # `Trainer.step(self)`
+            return self.method(local_class, func.attr, depth)
+        return self._imported(f"{name}.{func.attr}", depth)
+
+    def _name(self, name: str, scope: Scope, depth: int) -> Optional[Callee]:
+        current: Optional[Scope] = scope
+        while current is not None:  # closures first, then the module's own functions
+            found = self._children.get((id(current), name))
+            if found is not None:
+                return Callee(found, self.module)
+            alias = self._partial_target(name, current)
+            if alias is not None:
+                return self.resolve(alias, current, depth + 1)
+            current = current.parent
+        return self._imported(name, depth)
+
+    def _partial_target(self, name: str, scope: Scope) -> Optional[ast.Call]:
+        """`step = functools.partial(train_step, model)`: a call of `train_step`."""
+        for definition in scope.definitions(name):
+            value = definition.value
+            if definition.kind == "assign" and isinstance(value, ast.Call) and last_part(dotted(value.func)) == "partial":
+                target = positional(value, 0)
+                if target is not None:
+                    return ast.Call(func=target, args=[], keywords=[])
+        return None
+
+    def _local_origin(self, name: str) -> Optional[tuple[Path, str]]:
+        """(module file, name in it) when `name` was imported from a module of the project."""
+        head, _, rest = name.partition(".")
+        collected = self.module.collected
+        origin = collected.imports.get(head)
+        index, path = self.module.index, self.module.path
+        if origin is None or index is None or path is None:
+            return None
+        level, relative_origin = collected.relative_imports.get(head, (0, origin))
+        full = f"{relative_origin}.{rest}" if rest else relative_origin
+        return index.split(path, full, level)
+
+    def points_into_project(self, call: ast.Call) -> bool:
+        """The call names something imported from the project's own modules (so, when it could
+        not be resolved, what it does is unknown rather than a library's fresh value)."""
+        name = dotted(call.func)
+        return name is not None and self._local_origin(name) is not None
+
+    def _imported(self, name: str, depth: int) -> Optional[Callee]:
+        found = self._local_origin(name)
+        if found is None or self.module.index is None:
+            return None
+        module = analysed(self.module.index, found[0])
+        return module.resolver.exported(found[1], depth + 1) if module is not None else None
+
+    def exported(self, name: str, depth: int) -> Optional[Callee]:
+        """A name this module offers to importers: its function, or a name it re-exports."""
+        if depth > _MAX_DEPTH or not name:
+            return None
+        if name in self.module.top_functions:
+            return Callee(self.module.top_functions[name], self.module)
+        head, _, attr = name.partition(".")
+        cls = self.module.collected.classes.get(head)
+        if cls is not None and attr:
+            return self.method(cls, attr, depth)
+        return self._imported(name, depth)
+
+    def method(self, cls: ast.ClassDef, name: str, depth: int) -> Optional[Callee]:
+        found = self._methods.get((id(cls), name))
+        if found is not None:
+            return Callee(found, self.module)
+        return self._in_bases(cls, name, depth)
+
+    def _in_bases(self, cls: ast.ClassDef, name: str, depth: int) -> Optional[Callee]:
+        if depth > _MAX_DEPTH:
+            return None
+        for base in cls.bases:
+            base_name = dotted(base)
+            if base_name is None:
+                continue
+            local = self.module.collected.classes.get(base_name)
+            if local is not None and local is not cls:
+                found = self.method(local, name, depth + 1)
+            else:
+                found = self._imported(f"{base_name}.{name}", depth + 1)
+            if found is not None:
+                return found
+        return None
+
+    # --- what a callee does -----------------------------------------------------------------
+    def kinds(self, callee: Callee) -> frozenset[EventKind]:
+        """The training-loop events a function performs, itself or through what it calls."""
+        from accumlint.analysis.events import HELPER_KINDS
+
+        resolver = callee.module.resolver
+        if resolver is not self:
+            return resolver.kinds(callee)
+        key = id(callee.scope)
+        if key in self._kinds:
+            return self._kinds[key]
+        if key in self._busy:
+            return frozenset()  # recursion: what it does is being worked out further up
+        self._busy.add(key)
+        found = {e.kind for e in self.module.direct[key] if e.kind in HELPER_KINDS}
+        for site in callee.scope.calls:
+            inner = self.resolve(site.call, callee.scope)
+            if inner is not None and inner.scope is not callee.scope:
+                found |= inner.module.resolver.kinds(inner)
+        self._busy.discard(key)
+        self._kinds[key] = frozenset(found)
+        return self._kinds[key]

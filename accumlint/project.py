@@ -1,0 +1,124 @@
+"""The project a checked file belongs to: its root, and the local modules its imports reach.
+
+A module is read and parsed once per process (keyed by its path and content hash) and only when
+a call into it has to be resolved; a module outside the project (torch, transformers) is never
+looked for, so its calls stay unknown."""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+_ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
+_MAX_MODULE_BYTES = 2_000_000  # a generated monster is not a helper module worth reading
+
+
+def project_root(path: Path) -> Path:
+    """The nearest folder above `path` with a project marker; else the folder that holds the
+    top package (the last folder going up that has an `__init__.py`)."""
+    start = path.resolve().parent
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in _ROOT_MARKERS):
+            return folder
+    top = start
+    while (top / "__init__.py").exists() and top.parent != top:
+        top = top.parent
+    return top
+
+
+@dataclass(frozen=True)
+class LocalModule:
+    path: Path
+    text: str
+    digest: str
+    tree: ast.Module
+
+
+class ProjectIndex:
+    """Finds and parses the project's own modules on demand."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._search = [root, root / "src"]
+        self._modules: dict[Path, tuple[tuple[int, int], Optional[LocalModule]]] = {}
+
+    # --- finding files ---------------------------------------------------------------------
+    def _file_for(self, base: Path, parts: list[str]) -> Optional[Path]:
+        folder = base.joinpath(*parts)
+        for candidate in (folder.with_suffix(".py") if parts else None, folder / "__init__.py"):
+            if candidate is not None and candidate.is_file():
+                return candidate
+        return None
+
+    def module_file(self, importer: Path, dotted: str, level: int = 0) -> Optional[Path]:
+        """The file of module `dotted` imported from `importer` (relative when `level` > 0)."""
+        parts = [p for p in dotted.split(".") if p]
+        if level:
+            base = importer.resolve().parent
+            for _ in range(level - 1):
+                base = base.parent
+            return self._file_for(base, parts)
+        # The script's own folder comes first (it is sys.path[0] when the script runs).
+        for base in (importer.resolve().parent, *self._search):
+            found = self._file_for(base, parts)
+            if found is not None and self._inside(found):
+                return found
+        return None
+
+    def _inside(self, path: Path) -> bool:
+        try:
+            path.resolve().relative_to(self.root.resolve())
+        except ValueError:
+            return False
+        return True
+
+    def split(self, importer: Path, origin: str, level: int = 0) -> Optional[tuple[Path, str]]:
+        """`pkg.losses.compute_loss` -> (the file of pkg.losses, "compute_loss"): the longest
+        prefix that is a local module, and the rest."""
+        parts = origin.split(".")
+        for cut in range(len(parts) - 1, -1 if level else 0, -1):
+            found = self.module_file(importer, ".".join(parts[:cut]), level)
+            if found is not None:
+                return found, ".".join(parts[cut:])
+        return None
+
+    # --- reading modules -------------------------------------------------------------------
+    def module(self, path: Path) -> Optional[LocalModule]:
+        """The parsed module, read again only when its size or modification time changed."""
+        key = path.resolve()
+        try:
+            info = key.stat()
+        except OSError:
+            return None
+        stamp = (info.st_mtime_ns, info.st_size)
+        known = self._modules.get(key)
+        if known is None or known[0] != stamp:
+            known = self._modules[key] = (stamp, _read(key))
+        return known[1]
+
+
+def _read(path: Path) -> Optional[LocalModule]:
+    try:
+        data = path.read_bytes()
+        if len(data) > _MAX_MODULE_BYTES:
+            return None
+        tree = ast.parse(data, str(path))
+        text = data.decode("utf-8-sig")
+    except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
+        return None  # its own check reports it; here it is just unknown
+    return LocalModule(path, text, hashlib.sha256(data).hexdigest(), tree)
+
+
+_INDEXES: dict[Path, ProjectIndex] = {}
+
+
+def index_for(path: Path) -> ProjectIndex:
+    """One index per project root and process: every checked file of a project shares it."""
+    root = project_root(path)
+    index = _INDEXES.get(root)
+    if index is None:
+        index = _INDEXES[root] = ProjectIndex(root)
+    return index

@@ -1,0 +1,201 @@
+"""Calls resolved the way Python runs them: by class, by closure, through the project's imports."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from accumlint import engine
+from accumlint.project import ProjectIndex, project_root
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+def _found(path: Path) -> set[tuple[str, int]]:
+    result = engine.check_source(path.read_bytes(), str(path))
+    assert result.error is None, result.error
+    return {(f.code, f.location.row) for f in result.findings}
+
+
+LOOP = """
+    def train(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.compute_loss(batch)
+            loss.backward()
+            if (i + 1) % self.accum == 0 or i + 1 == len(loader):
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+TWO_CLASSES = f"""
+class Trainer:
+    def compute_loss(self, batch):
+        return self.model(batch).mean() / self.accum
+{LOOP}
+
+class Evaluator:
+    def compute_loss(self, batch):
+        return self.model(batch).mean()
+
+
+class NaiveTrainer:
+    def compute_loss(self, batch):
+        return self.model(batch).mean()
+{LOOP}
+"""
+
+
+def test_each_class_calls_its_own_method(tmp_path):
+    (tmp_path / "pyproject.toml").write_text("")
+    path = tmp_path / "train.py"
+    path.write_text(TWO_CLASSES)
+    lines = TWO_CLASSES.splitlines()
+    naive_backward = max(i for i, line in enumerate(lines, 1) if "loss.backward()" in line)
+    assert _found(path) == {("ACC001", naive_backward)}
+    fixed = engine.fix_source(TWO_CLASSES, str(path)).fixed_source
+    assert fixed.count("(loss / self.accum).backward()") == 1
+    assert fixed.count("loss.backward()") == 1  # Trainer's loss, already divided, is left alone
+    assert engine.check_source(fixed, str(path)).findings == []
+
+
+def test_same_result_without_a_file_on_disk():
+    lines = TWO_CLASSES.splitlines()
+    naive_backward = max(i for i, line in enumerate(lines, 1) if "loss.backward()" in line)
+    found = {(f.code, f.location.row) for f in engine.check_source(TWO_CLASSES, "<string>").findings}
+    assert found == {("ACC001", naive_backward)}
+
+
+def test_inherited_method_from_a_library_class_is_unknown(tmp_path):
+    source = TWO_CLASSES.replace("class NaiveTrainer:\n    def compute_loss(self, batch):\n        return self.model(batch).mean()\n",
+                                 "class NaiveTrainer(transformers.Trainer):\n")
+    assert "transformers.Trainer" in source
+    (tmp_path / "train.py").write_text(source)
+    assert _found(tmp_path / "train.py") == set()
+
+
+PACKAGE = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "from .losses import compute_loss\n",
+    "pkg/losses.py": """
+        def compute_loss(model, batch, accum_steps):
+            return model(batch).mean() / accum_steps
+
+
+        def raw_loss(model, batch):
+            return model(batch).mean()
+    """,
+    "pkg/base.py": """
+        from . import losses
+
+
+        class Base:
+            def micro_step(self, batch):
+                loss = losses.raw_loss(self.model, batch)
+                loss.backward()
+
+            def opt_step(self):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+    """,
+}
+
+SCRIPT = """
+    import functools
+    import pkg.losses as L
+    from pkg import compute_loss
+    from pkg.base import Base
+
+
+    def divided(model, optimizer, loader, k):
+        for i, batch in enumerate(loader):
+            loss = compute_loss(model, batch, k)
+            loss.backward()
+            if (i + 1) % k == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+    def undivided(model, optimizer, loader, k):
+        for i, batch in enumerate(loader):
+            loss = L.raw_loss(model, batch)
+            loss.backward()  # line 19
+            if (i + 1) % k == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+    def through_partial(model, optimizer, loader, k):
+        scaled = functools.partial(L.compute_loss, model)
+        for i, batch in enumerate(loader):
+            loss = scaled(batch, k)
+            loss.backward()
+            if (i + 1) % k == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+    def through_closure(model, optimizer, loader, k):
+        def step():
+            optimizer.step()
+            optimizer.zero_grad()
+
+        for i, batch in enumerate(loader):
+            loss = model(batch).mean() / k
+            loss.backward()
+            if (i + 1) % k == 0:  # line 43
+                step()
+
+
+    class Trainer(Base):
+        def train_epoch(self, loader):
+            for i, batch in enumerate(loader):
+                self.micro_step(batch)
+                if (i + 1) % self.k == 0:  # line 51
+                    super().opt_step()
+"""
+
+
+def test_calls_into_other_modules_of_the_project(tmp_path):
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
+    # The divided helpers (a re-export in __init__, a partial, a module alias) silence ACC001;
+    # the raw one does not; steps reached through a closure and through a base class in another
+    # module make windows of their loops (here: with no end-of-data clause).
+    assert _found(tmp_path / "train.py") == {("ACC001", 19), ("ACC005", 43), ("ACC005", 51)}
+
+
+def test_a_module_that_does_not_parse_is_unknown_not_an_error(tmp_path):
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
+    (tmp_path / "pkg/losses.py").write_text("def compute_loss(:\n")
+    found = _found(tmp_path / "train.py")
+    assert ("ACC001", 19) not in found  # raw_loss cannot be read: unknown, so silent
+
+
+def test_project_root_and_module_files(tmp_path):
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT, "src/other/__init__.py": "", "scripts/run.py": ""})
+    assert project_root(tmp_path / "pkg" / "base.py") == tmp_path
+    index = ProjectIndex(tmp_path)
+    importer = tmp_path / "train.py"
+    assert index.module_file(importer, "pkg.losses") == tmp_path / "pkg" / "losses.py"
+    assert index.module_file(importer, "pkg") == tmp_path / "pkg" / "__init__.py"
+    assert index.module_file(importer, "other") == tmp_path / "src" / "other" / "__init__.py"
+    assert index.module_file(tmp_path / "pkg" / "base.py", "losses", level=1) == tmp_path / "pkg" / "losses.py"
+    assert index.module_file(importer, "torch") is None
+    assert index.split(importer, "pkg.losses.compute_loss") == (tmp_path / "pkg" / "losses.py", "compute_loss")
+
+
+def test_without_a_marker_the_top_package_folder_is_the_root(tmp_path):
+    _write(tmp_path, {"a/pkg/__init__.py": "", "a/pkg/sub/__init__.py": "", "a/pkg/sub/m.py": ""})
+    assert project_root(tmp_path / "a" / "pkg" / "sub" / "m.py") == tmp_path / "a"
+
+
+def test_an_edited_module_is_read_again(tmp_path):
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
+    assert ("ACC001", 19) in _found(tmp_path / "train.py")
+    losses = tmp_path / "pkg" / "losses.py"
+    losses.write_text(losses.read_text().replace("return model(batch).mean()\n", "return model(batch).mean() / 8\n"))
+    assert ("ACC001", 19) not in _found(tmp_path / "train.py")
