@@ -174,7 +174,7 @@ def check(paths: tuple[str, ...], select: Optional[frozenset[str]], ignore: Opti
     `-` reads standard input (name it with --stdin-filename)."""
     from accumlint.checking import Mode
     from accumlint.config import ConfigError, Resolver, Selection
-    from accumlint.discovery import Discovery, discover
+    from accumlint.discovery import Discovery, discover, forced_exclusion
     from accumlint.reporting import FORMATS, Report, Sources
     from accumlint.reporting import statistics as stats
     from accumlint.runner import Task, cache_factory, run
@@ -191,10 +191,9 @@ def check(paths: tuple[str, ...], select: Optional[frozenset[str]], ignore: Opti
         if from_stdin:
             name = stdin_filename or "-"
             found = Discovery()
-            if name != "-" and force_exclude:
-                found = discover([name], resolver, force_exclude=True, respect_gitignore=respect_gitignore)
-                found.errors = []  # the name need not exist on disk
-                found.files = [] if found.skipped else [name]
+            why = forced_exclusion(name, resolver, respect_gitignore) if force_exclude and name != "-" else None
+            if why:
+                found.skipped.append(f"{name}: {why}")
             else:
                 found.files = [name]
             if found.files:

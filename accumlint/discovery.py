@@ -128,6 +128,11 @@ class _Walk:
         return lines
 
 
+def forced_exclusion(path: str, resolver: Resolver, respect_gitignore: bool = True) -> Optional[str]:
+    """Why --force-exclude skips `path` (which need not exist: --stdin-filename), or None."""
+    return _Walk(resolver, True, respect_gitignore)._excluded(path, False, explicit=True)
+
+
 def discover(
     paths: Sequence[str], resolver: Resolver, force_exclude: bool = False, respect_gitignore: bool = True
 ) -> Discovery:
