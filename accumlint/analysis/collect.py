@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
+from accumlint.frameworks import lightning
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef]
@@ -48,7 +49,7 @@ class Scope:
     @property
     def is_lightning_training_step(self) -> bool:
         """Lightning calls it once per micro-batch."""
-        return self.name == "training_step" and any(b.endswith("LightningModule") for b in self.class_bases)
+        return self.name == lightning.TRAINING_STEP and any(b.endswith(lightning.MODULE_BASE_SUFFIX) for b in self.class_bases)
 
 
 @dataclass(eq=False, repr=False)

@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Optional
 from accumlint.analysis import roles as R
 from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, method_of, positional
+from accumlint import frameworks
+from accumlint.frameworks import Framework, lightning, torch_core
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Resolver
@@ -29,7 +31,7 @@ class EventKind(str, Enum):
 
 
 BACKWARD, STEP, ZERO, CLIP, UNSCALE, UPDATE, SCHED = EventKind
-_CLIP_NAMES = {"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm", "clip_gradients"}
+_CLIP_NAMES = torch_core.CLIP_FUNCTIONS | frameworks.SELF_UNSCALING_METHODS
 HELPER_KINDS = frozenset(EventKind)
 
 
@@ -42,7 +44,7 @@ class Event:
     tensor: Optional[ast.expr] = None  # what a backward differentiates
     scaler: Optional[str] = None  # `scaler` of scaler.scale(x).backward() / scaler.step(opt)
     optimizer: Optional[str] = None  # argument of scaler.step / scaler.unscale_
-    framework: Optional[str] = None  # accelerate, deepspeed, lightning, fabric (backward)
+    framework: Optional[Framework] = None  # who runs a backward (Accelerate, DeepSpeed, ...)
     retain_graph: Optional[ast.expr] = None
     self_unscaling: bool = False  # a clip that unscales by itself (Accelerate, Lightning, Fabric)
     helper: Optional[str] = None  # the called function the event happens in
@@ -58,8 +60,8 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
     receiver, method = method_of(call)
     name = dotted(receiver) if receiver is not None else None
     event = Event(BACKWARD, site.stmt, call, receiver=name, retain_graph=keyword(call, "retain_graph"))
-    if method == "manual_backward":
-        event.tensor, event.framework = positional(call, 0), "lightning"
+    if method == lightning.MANUAL_BACKWARD:
+        event.tensor, event.framework = positional(call, 0), Framework.LIGHTNING
         return event
     if receiver is None:  # `from torch.autograd import backward`
         if roles.canonical("backward").endswith("autograd.backward"):
@@ -69,12 +71,8 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
     role = roles.role(name)
     if name is not None and roles.canonical(name).endswith("autograd"):
         event.tensor = positional(call, 0) or keyword(call, "tensors")
-    elif role == R.ACCELERATOR:
-        event.tensor, event.framework = positional(call, 0), "accelerate"
-    elif role == R.FABRIC:
-        event.tensor, event.framework = positional(call, 0), "fabric"
-    elif role == R.ENGINE:
-        event.tensor, event.framework = positional(call, 0), "deepspeed"
+    elif frameworks.backward_framework(role) is not None:
+        event.tensor, event.framework = positional(call, 0), frameworks.backward_framework(role)
     elif isinstance(receiver, ast.Call) and method_of(receiver)[1] == "scale":
         scale_owner = method_of(receiver)[0]
         event.tensor = positional(receiver, 0)
@@ -89,7 +87,7 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
     receiver, method = method_of(call)
     name = dotted(receiver) if receiver is not None else None
     role = roles.role(name)
-    if method in {"backward", "manual_backward"}:
+    if method in {"backward", lightning.MANUAL_BACKWARD}:
         return _backward(site, roles)
     if method == "step" and receiver is not None:
         if role == R.SCALER:
@@ -100,13 +98,13 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
             return Event(STEP, site.stmt, call, name, optimizer=name)
         if role == R.SCHEDULER:
             return Event(SCHED, site.stmt, call, name)
-        if isinstance(receiver, ast.Call) and method_of(receiver)[1] == "optimizers":
+        if isinstance(receiver, ast.Call) and method_of(receiver)[1] == lightning.OPTIMIZERS_GETTER:
             return Event(STEP, site.stmt, call, None)
         return None
     if method == "zero_grad" and role != R.SCHEDULER:
         return Event(ZERO, site.stmt, call, name)
     if method in _CLIP_NAMES or (method is not None and roles.canonical(method).rsplit(".", 1)[-1] in _CLIP_NAMES):
-        self_unscaling = role in {R.ACCELERATOR, R.FABRIC, R.ENGINE} or method == "clip_gradients"
+        self_unscaling = role in frameworks.SELF_UNSCALING_ROLES or method in frameworks.SELF_UNSCALING_METHODS
         return Event(CLIP, site.stmt, call, name, self_unscaling=self_unscaling)
     if method == "unscale_" and receiver is not None:
         target = positional(call, 0)
@@ -133,7 +131,7 @@ def _grad_set_to_none(scope: Scope) -> list[Event]:
 def lightning_manual(collected: Collected) -> bool:
     """`self.automatic_optimization = False` somewhere in the file."""
     return any(
-        name.endswith("automatic_optimization")
+        name.endswith(lightning.MANUAL_SWITCH)
         and any(is_constant(d.value, False) for d in definitions)
         for scope in collected.scopes
         for name, definitions in scope.defs.items()
@@ -144,7 +142,7 @@ def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
     """Under automatic optimisation Lightning runs backward on what training_step returns."""
     if manual or not scope.is_lightning_training_step:
         return []
-    return [Event(BACKWARD, stmt, None, tensor=value, framework="lightning-auto") for value, stmt in scope.returns]
+    return [Event(BACKWARD, stmt, None, tensor=value, framework=Framework.LIGHTNING_AUTO) for value, stmt in scope.returns]
 
 
 def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:

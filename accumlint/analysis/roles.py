@@ -11,23 +11,14 @@ import ast
 
 from accumlint.analysis.collect import Collected, Definition
 from accumlint.analysis.exprs import dotted, int_value, keyword, positional
+from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
 
 OPTIMIZER, SCHEDULER, SCALER, ACCELERATOR, FABRIC, ENGINE, DDP, LOADER = (
-    "optimizer", "scheduler", "scaler", "accelerator", "fabric", "engine", "ddp", "loader",
+    Role.OPTIMIZER, Role.SCHEDULER, Role.SCALER, Role.ACCELERATOR, Role.FABRIC, Role.ENGINE, Role.DDP, Role.LOADER,
 )
 
-_OPTIMIZER_CLASSES = {
-    "SGD", "Adam", "AdamW", "Adagrad", "Adadelta", "Adamax", "RMSprop", "Rprop", "LBFGS", "NAdam",
-    "RAdam", "SparseAdam", "ASGD", "Adafactor", "Lion", "FusedAdam", "FusedLAMB", "LAMB",
-    "DeepSpeedCPUAdam", "ZeroRedundancyOptimizer", "AdamW8bit", "Adam8bit", "Muon", "Shampoo",
-}
-_SCALER_CLASSES = {"GradScaler", "ShardedGradScaler"}
-# Wrappers that reduce gradients across ranks on every backward unless told not to.
-_DDP_CLASSES = {"DistributedDataParallel", "FullyShardedDataParallel", "fully_shard"}
-_LOADER_CLASSES = {"DataLoader"}
 
-
-def _role_from_name(name: str) -> Optional[str]:
+def _role_from_name(name: str) -> Optional[Role]:
     """Fallback for objects whose construction is not in the file: their conventional names."""
     last = name.rsplit(".", 1)[-1].lower()
     if "sched" in last:
@@ -51,14 +42,14 @@ def _role_from_name(name: str) -> Optional[str]:
 
 @dataclass
 class Roles:
-    by_name: dict[str, str] = field(default_factory=dict)
+    by_name: dict[str, Role] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # passed through accelerator.prepare
     accelerator_gas: dict[str, Optional[ast.expr]] = field(default_factory=dict)
     ddp_models: set[str] = field(default_factory=set)
     imports: dict[str, str] = field(default_factory=dict)
     uses_deepspeed: bool = False
 
-    def role(self, name: Optional[str]) -> Optional[str]:
+    def role(self, name: Optional[str]) -> Optional[Role]:
         if name is None:
             return None
         return self.by_name.get(name) or _role_from_name(name)
@@ -79,27 +70,20 @@ class Roles:
         return gas is not None and int_value(gas) != 1
 
 
-def _constructed_role(value: ast.expr, roles: Roles) -> Optional[str]:
+def _constructed_role(value: ast.expr, roles: Roles) -> Optional[Role]:
     if not isinstance(value, ast.Call):
         return None
     full = roles.canonical(dotted(value.func))
     last = full.rsplit(".", 1)[-1]
-    if last in _OPTIMIZER_CLASSES or ".optim." in f".{full}." and last[:1].isupper() and "lr_scheduler" not in full:
+    known = constructed_role(last)
+    if known is not None:
+        return known
+    if ".optim." in f".{full}." and last[:1].isupper() and "lr_scheduler" not in full:
         return OPTIMIZER
     if "lr_scheduler" in full or "schedule" in last.lower() or (last.endswith("LR") and last[:1].isupper()):
         return SCHEDULER
-    if last in _SCALER_CLASSES:
-        return SCALER
-    if last == "Accelerator":
-        return ACCELERATOR
-    if last == "Fabric":
-        return FABRIC
-    if last in _DDP_CLASSES or full.endswith("parallel.DistributedDataParallel"):
+    if full.endswith("parallel.DistributedDataParallel"):
         return DDP
-    if last in _LOADER_CLASSES:
-        return LOADER
-    if last in {"create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers", "optimizers"}:
-        return OPTIMIZER
     return None
 
 
@@ -135,7 +119,7 @@ def infer_roles(collected: Collected) -> Roles:
             # deepspeed.initialize returns (engine, optimizer, loader, scheduler).
             if full.endswith("deepspeed.initialize") or full == "initialize" and roles.uses_deepspeed:
                 position = definition.index[0] if definition.index else 0
-                role = {0: ENGINE, 1: OPTIMIZER, 2: LOADER, 3: SCHEDULER}.get(position)
+                role = deepspeed.INITIALIZE_RESULTS.get(position)
                 if role:
                     roles.by_name[definition.name] = role
                 continue
@@ -145,9 +129,9 @@ def infer_roles(collected: Collected) -> Roles:
             continue
         roles.by_name[definition.name] = role
         if role == ACCELERATOR and isinstance(value, ast.Call):
-            gas = keyword(value, "gradient_accumulation_steps")
-            if gas is None and keyword(value, "gradient_accumulation_plugin") is not None:
-                gas = keyword(value, "gradient_accumulation_plugin")
+            gas = keyword(value, accelerate.ACCUMULATION_STEPS_KEYWORD)
+            if gas is None:
+                gas = keyword(value, accelerate.ACCUMULATION_PLUGIN_KEYWORD)
             roles.accelerator_gas[definition.name] = gas
         if role == DDP:
             roles.ddp_models.add(definition.name)

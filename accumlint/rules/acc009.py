@@ -10,13 +10,15 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import WITHS
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, method_of
+from accumlint import frameworks
+from accumlint.frameworks import ddp
 from accumlint.model import Violation
 
 CODE = "ACC009"
-# Any of these in the file means the author manages gradient sync (a context kept in a variable,
-# a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so stay silent.
-_SYNC_CONTROLS = {"no_sync", "require_backward_grad_sync", "set_requires_gradient_sync",
-                  "no_backward_sync", "accumulate"}
+# Any sync control in the file means the author manages gradient sync (a context kept in a
+# variable, a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so
+# stay silent.
+_SYNC_CONTROLS = frameworks.SYNC_CONTROLS
 
 
 def _manages_sync(facts: ModuleFacts) -> bool:
@@ -41,7 +43,7 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
                 continue
             receiver, method = method_of(item.context_expr)
             model = dotted(receiver) if receiver is not None else None
-            if method != "no_sync" or model is None:
+            if method != ddp.NO_SYNC_CONTEXT or model is None:
                 continue
             inside = [s for s in sf.scope.stmts if s.within(node)]
             backward = [e for e in sf.events if e.kind == BACKWARD and e.stmt in inside]

@@ -12,6 +12,7 @@ from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions
 from accumlint.analysis.windows import k_aliases
+from accumlint.frameworks import Framework
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import precedence, remove, replace, replace_receiver
 
@@ -91,10 +92,10 @@ def _drop_division(facts: ModuleFacts, tensor, stmt: Stmt, k_names, receiver: bo
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
-    if event.framework == "accelerate" and facts.roles.accumulating_accelerator(event.receiver):
+    if event.framework == Framework.ACCELERATE and facts.roles.accumulating_accelerator(event.receiver):
         gas = facts.roles.accelerator_gas[event.receiver]
         return k_aliases(gas, event.stmt.scope) if not isinstance(gas, ast.Call) else _accum_names(facts)
-    if event.framework == "deepspeed":
+    if event.framework == Framework.DEEPSPEED:
         return _accum_names(facts)
     return None
 
@@ -118,7 +119,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
                 if not scaling.unknown and scaling.k_divisions >= 1:
                     seen.add(id(event.call))
-                    who = "Accelerate" if event.framework == "accelerate" else "the DeepSpeed engine"
+                    who = "Accelerate" if event.framework == Framework.ACCELERATE else "the DeepSpeed engine"
                     yield _violation(event, facts, k_names, f"by hand and again by {who}'s backward")
         for window, event in sf.micro_step_backwards():
             if id(event.call) in seen or _framework_k(event, facts):

@@ -8,6 +8,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import Event
 from accumlint.analysis.exprs import dotted, method_of
+from accumlint.frameworks import Framework, Role, accelerate
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
 
@@ -15,9 +16,9 @@ _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_
 def framework_divides(event: Event, facts: ModuleFacts) -> bool:
     """The framework divides the loss by the window itself (Accelerate with accumulation set,
     DeepSpeed's engine)."""
-    if event.framework == "accelerate":
+    if event.framework == Framework.ACCELERATE:
         return facts.roles.accumulating_accelerator(event.receiver)
-    return event.framework == "deepspeed"
+    return event.framework == Framework.DEEPSPEED
 
 
 def rescales_grads(scope: Scope) -> bool:
@@ -44,6 +45,7 @@ def under_accumulate(stmt: Stmt, facts: ModuleFacts) -> bool:
             for item in node.items:
                 if isinstance(item.context_expr, ast.Call):
                     receiver, method = method_of(item.context_expr)
-                    if method == "accumulate" and facts.roles.role(dotted(receiver) if receiver else None) == "accelerator":
+                    owner = facts.roles.role(dotted(receiver) if receiver else None)
+                    if method == accelerate.ACCUMULATE_CONTEXT and owner == Role.ACCELERATOR:
                         return True
     return False

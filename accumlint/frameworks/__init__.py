@@ -1,0 +1,39 @@
+"""What each training framework does to the accumulation contract, in one place.
+
+One module per framework states its facts as data (which constructors make which objects, whose
+`backward` it is, who divides the loss by the window, who unscales before clipping, which calls
+control gradient sync). The analysis turns calls into typed events with these facts; rules read
+the facts, never framework API names."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, lightning, torch_core
+from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
+
+SPECS: tuple[FrameworkSpec, ...] = (
+    torch_core.SPEC, amp.SPEC, accelerate.SPEC, deepspeed.SPEC, lightning.SPEC, fabric.SPEC, ddp.SPEC,
+)
+
+_CONSTRUCTORS: dict[str, Role] = {name: role for spec in SPECS for name, role in spec.constructors.items()}
+_BACKWARD: dict[Role, Framework] = {role: spec.framework for spec in SPECS for role in spec.backward_roles}
+SELF_UNSCALING_ROLES: frozenset[Role] = frozenset(r for spec in SPECS for r in spec.self_unscaling_clip_roles)
+SELF_UNSCALING_METHODS: frozenset[str] = frozenset(m for spec in SPECS for m in spec.self_unscaling_clip_methods)
+SYNC_CONTROLS: frozenset[str] = frozenset(name for spec in SPECS for name in spec.sync_controls)
+
+
+def constructed_role(class_name: str) -> Optional[Role]:
+    """The role of an object built by `class_name(...)` (the last part of its dotted name)."""
+    return _CONSTRUCTORS.get(class_name)
+
+
+def backward_framework(role: Optional[Role]) -> Optional[Framework]:
+    """Whose `backward(loss)` a call on an object of this role is (`accelerator.backward`)."""
+    return _BACKWARD.get(role) if role is not None else None
+
+
+__all__ = [
+    "Framework", "FrameworkSpec", "Role", "SPECS", "SELF_UNSCALING_ROLES", "SELF_UNSCALING_METHODS",
+    "SYNC_CONTROLS", "backward_framework", "constructed_role",
+]

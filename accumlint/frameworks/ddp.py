@@ -1,0 +1,13 @@
+"""DistributedDataParallel and FSDP: every backward all-reduces gradients across ranks unless the
+micro-step runs under `no_sync()` (or sync is switched off by its flag or FSDP's setter)."""
+
+from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
+
+WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel", "fully_shard"})
+NO_SYNC_CONTEXT = "no_sync"
+
+SPEC = FrameworkSpec(
+    Framework.DDP,
+    constructors={name: Role.DDP for name in WRAPPERS},
+    sync_controls=frozenset({NO_SYNC_CONTEXT, "require_backward_grad_sync", "set_requires_gradient_sync"}),
+)

@@ -1,0 +1,13 @@
+"""DeepSpeed: the engine's `backward` divides the loss by the configured accumulation steps, its
+`step` applies once per window, and it clips and unscales by itself."""
+
+from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
+
+# `deepspeed.initialize(...)` returns (engine, optimizer, loader, scheduler).
+INITIALIZE_RESULTS = {0: Role.ENGINE, 1: Role.OPTIMIZER, 2: Role.LOADER, 3: Role.SCHEDULER}
+
+SPEC = FrameworkSpec(
+    Framework.DEEPSPEED,
+    backward_roles=frozenset({Role.ENGINE}),
+    self_unscaling_clip_roles=frozenset({Role.ENGINE}),
+)
