@@ -35,7 +35,14 @@ LAZY_COMMANDS = {
         "run_command",
         "Run a training script with runtime accumulation checks (needs torch).",
     ),
+    "server": (
+        "accumlint.server",
+        "server_command",
+        "Run the language server for editors (needs pygls: accumlint[lsp]).",
+    ),
 }
+# The optional dependencies (extras) each lazy command needs.
+EXTRAS = {"run": "runtime", "server": "lsp"}
 
 
 def _unavailable(name: str, why: str) -> click.Command:
@@ -65,7 +72,7 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             if exc.name and (exc.name == "accumlint.runtime" or exc.name.startswith(module_name)):
                 return _unavailable(name, "the runtime checker is not part of this installation")
-            return _unavailable(name, f"needs {exc.name} (pip install 'accumlint[runtime]')")
+            return _unavailable(name, f"needs {exc.name} (pip install 'accumlint[{EXTRAS.get(name, name)}]')")
         return getattr(module, attribute)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
