@@ -72,7 +72,8 @@ class LazyGroup(click.Group):
         except ModuleNotFoundError as exc:
             if exc.name and (exc.name == "accumlint.runtime" or exc.name.startswith(module_name)):
                 return _unavailable(name, "the runtime checker is not part of this installation")
-            return _unavailable(name, f"needs {exc.name} (pip install 'accumlint[{EXTRAS.get(name, name)}]')")
+            package = exc.name.split(".")[0] if exc.name else "a missing package"
+            return _unavailable(name, f"needs {package} (pip install 'accumlint[{EXTRAS.get(name, name)}]')")
         return getattr(module, attribute)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:

@@ -177,6 +177,16 @@ def test_run_is_registered_lazily_and_fails_cleanly_without_the_runtime(invoke, 
     assert "runtime checker is not part of this installation" in result.stderr
 
 
+def test_server_without_pygls_names_the_extra(invoke, monkeypatch):
+    monkeypatch.delitem(sys.modules, "accumlint.server", raising=False)
+    monkeypatch.setitem(sys.modules, "pygls", None)  # as if pygls were not installed
+    monkeypatch.setitem(sys.modules, "pygls.lsp.server", None)
+    assert "server" in invoke("--help").stdout
+    result = invoke("server")
+    assert result.exit_code == 2
+    assert "needs pygls (pip install 'accumlint[lsp]')" in result.stderr
+
+
 def _subprocess_env() -> dict:
     env = dict(os.environ)
     env.pop("PYTHONPATH", None)
