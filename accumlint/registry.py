@@ -1,4 +1,5 @@
-"""The rule catalog's index: stable codes, names and one-line summaries.
+"""The rule catalog's index: stable codes, names and one-line summaries, as each rule module
+declares them (and the runtime-only rules listed here).
 
 Codes are never renumbered or reused; a new rule takes the next free number.
 """
@@ -23,31 +24,16 @@ class RuleInfo:
         return DOCS_URL.format(code=self.code)
 
 
-RULES: dict[str, RuleInfo] = {
-    info.code: info
-    for info in (
-        RuleInfo("ACC001", "unscaled-accumulated-loss",
-                 "loss handed to backward is never divided by the accumulation steps", "safe"),
-        RuleInfo("ACC002", "loss-kept-with-graph",
-                 "a running total or list keeps every step's autograd graph alive", "safe"),
-        RuleInfo("ACC003", "recurrent-state-not-detached",
-                 "state carried into the next iteration is not detached after backward", "sometimes"),
-        RuleInfo("ACC004", "clip-before-unscale",
-                 "gradients are clipped while still multiplied by the GradScaler's scale", "safe"),
-        RuleInfo("ACC005", "partial-window-dropped",
-                 "the last micro-batches of each epoch never reach optimizer.step()", "sometimes"),
-        RuleInfo("ACC006", "retain-graph-in-loop",
-                 "backward(retain_graph=True) in a loop keeps graphs nobody uses", "unsafe"),
-        RuleInfo("ACC007", "zero-grad-inside-window",
-                 "gradients are zeroed every micro-step while the step is gated", "safe"),
-        RuleInfo("ACC008", "per-micro-step-schedule",
-                 "scheduler.step() or scaler.update() runs every micro-step", "unsafe"),
-        RuleInfo("ACC009", "ddp-sync-every-micro-step",
-                 "DistributedDataParallel all-reduces on every micro-step", None),
-        RuleInfo("ACC010", "double-scaled-loss",
-                 "the loss is divided by the accumulation steps twice", "unsafe"),
-    )
-}
+def _static_rules() -> list[RuleInfo]:
+    from accumlint.rules import RULE_MODULES
+
+    return [RuleInfo(m.CODE, m.NAME, m.SUMMARY, m.FIX) for m in RULE_MODULES]
+
+
+# Rules that only `accumlint run` reports (the static checker has no check for them).
+RUNTIME_ONLY: tuple[RuleInfo, ...] = ()
+
+RULES: dict[str, RuleInfo] = {info.code: info for info in sorted((*_static_rules(), *RUNTIME_ONLY), key=lambda i: i.code)}
 
 
 def resolve_selection(codes: list[str]) -> set[str]:

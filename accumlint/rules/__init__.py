@@ -1,7 +1,9 @@
-"""The rule implementations, keyed by code. Each reads the shared ModuleFacts."""
+"""The rule implementations. Each module declares its CODE, NAME, SUMMARY and FIX safety next to
+its `check` over the shared ModuleFacts; the registry and the check table are derived from them."""
 
 from __future__ import annotations
 
+from types import ModuleType
 from typing import Callable, Iterable
 
 from accumlint.analysis import ModuleFacts
@@ -10,7 +12,6 @@ from accumlint.rules import acc001, acc002, acc003, acc004, acc005, acc006, acc0
 
 RuleCheck = Callable[[ModuleFacts], Iterable[Violation]]
 
-RULE_CHECKS: dict[str, RuleCheck] = {
-    rule.CODE: rule.check
-    for rule in (acc001, acc002, acc003, acc004, acc005, acc006, acc007, acc008, acc009, acc010)
-}
+RULE_MODULES: tuple[ModuleType, ...] = (acc001, acc002, acc003, acc004, acc005, acc006, acc007, acc008, acc009, acc010)
+
+RULE_CHECKS: dict[str, RuleCheck] = {rule.CODE: rule.check for rule in RULE_MODULES}

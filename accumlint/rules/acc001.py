@@ -8,8 +8,12 @@ from accumlint.analysis import ModuleFacts
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import framework_divides, rescales_grads
 from accumlint.rules.edits import MUL, divided, replace, replace_receiver
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC001"
+NAME = "unscaled-accumulated-loss"
+SUMMARY = "loss handed to backward is never divided by the accumulation steps"
+FIX: FixSafety = "safe"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:

@@ -13,8 +13,12 @@ from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, method_of, names_in
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import detached, replace
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC002"
+NAME = "loss-kept-with-graph"
+SUMMARY = "a running total or list keeps every step's autograd graph alive"
+FIX: FixSafety = "safe"
 _COLLECTING = {"append", "add_", "extend", "insert"}
 
 

@@ -14,8 +14,12 @@ from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, last_part
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import insert_after
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC003"
+NAME = "recurrent-state-not-detached"
+SUMMARY = "state carried into the next iteration is not detached after backward"
+FIX: FixSafety = "sometimes"
 _TENSOR_STATE = {"GRU", "RNN", "GRUCell", "RNNCell", "Linear"}
 _TUPLE_STATE = {"LSTM", "LSTMCell"}
 _FACTORIES = {"zeros", "ones", "randn", "rand", "empty", "full", "zeros_like", "randn_like", "tensor"}

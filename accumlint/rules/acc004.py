@@ -8,8 +8,12 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import CLIP, STEP, UNSCALE
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import insert_before, remove
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC004"
+NAME = "clip-before-unscale"
+SUMMARY = "gradients are clipped while still multiplied by the GradScaler's scale"
+FIX: FixSafety = "safe"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:

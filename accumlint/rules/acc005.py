@@ -13,8 +13,12 @@ from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, name
 from accumlint.analysis.windows import Window, range_len
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import OR, operand, replace
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC005"
+NAME = "partial-window-dropped"
+SUMMARY = "the last micro-batches of each epoch never reach optimizer.step()"
+FIX: FixSafety = "sometimes"
 _ENDLESS = {"cycle", "repeat", "count", "islice"}
 _PROGRESS_BARS = {"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "track"}
 

@@ -10,8 +10,12 @@ from accumlint.analysis.events import BACKWARD, STEP, retains_graph
 from accumlint.analysis.exprs import method_of
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import remove_keyword
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC006"
+NAME = "retain-graph-in-loop"
+SUMMARY = "backward(retain_graph=True) in a loop keeps graphs nobody uses"
+FIX: FixSafety = "unsafe"
 
 
 def _shares_outer_graph(event, inner, sf, facts: ModuleFacts) -> bool:

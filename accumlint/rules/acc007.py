@@ -9,8 +9,12 @@ from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC007"
+NAME = "zero-grad-inside-window"
+SUMMARY = "gradients are zeroed every micro-step while the step is gated"
+FIX: FixSafety = "safe"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:

@@ -9,8 +9,12 @@ from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC008"
+NAME = "per-micro-step-schedule"
+SUMMARY = "scheduler.step() or scaler.update() runs every micro-step"
+FIX: FixSafety = "unsafe"
 
 
 def _same_call_in(events: list[Event], event: Event, inside) -> bool:

@@ -13,8 +13,12 @@ from accumlint.analysis.exprs import dotted, method_of
 from accumlint import frameworks
 from accumlint.frameworks import ddp
 from accumlint.model import Violation
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC009"
+NAME = "ddp-sync-every-micro-step"
+SUMMARY = "DistributedDataParallel all-reduces on every micro-step"
+FIX: FixSafety = None
 # Any sync control in the file means the author manages gradient sync (a context kept in a
 # variable, a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so
 # stay silent.

@@ -15,8 +15,12 @@ from accumlint.analysis.windows import k_aliases
 from accumlint.frameworks import Framework
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import precedence, remove, replace, replace_receiver
+from accumlint.rules.meta import FixSafety
 
 CODE = "ACC010"
+NAME = "double-scaled-loss"
+SUMMARY = "the loss is divided by the accumulation steps twice"
+FIX: FixSafety = "unsafe"
 
 
 def _accum_names(facts: ModuleFacts) -> set[str]:
