@@ -74,7 +74,8 @@ class LazyGroup(click.Group):
                 return _unavailable(name, "the runtime checker is not part of this installation")
             package = exc.name.split(".")[0] if exc.name else "a missing package"
             return _unavailable(name, f"needs {package} (pip install 'accumlint[{EXTRAS.get(name, name)}]')")
-        return getattr(module, attribute)
+        command: click.Command = getattr(module, attribute)
+        return command
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows = [(n, c.get_short_help_str(70)) for n, c in self.commands.items() if not c.hidden]
@@ -262,8 +263,8 @@ def check(paths: tuple[str, ...], select: Optional[frozenset[str]], ignore: Opti
     if from_stdin and fix and not diff:
         # Like ruff: the fixed text (or the text as it was) on stdout, the report on stderr.
         for outcome in outcomes:
-            text = outcome.fixed if outcome.fixed is not None else given.get(outcome.result.filename, b"")
-            sys.stdout.buffer.write(text)
+            fixed_text = outcome.fixed if outcome.fixed is not None else given.get(outcome.result.filename, b"")
+            sys.stdout.buffer.write(fixed_text)
         sys.stdout.flush()
         if output_file is None:
             out = sys.stderr
@@ -370,7 +371,7 @@ def _fix_label(fix: Optional[str]) -> str:
     return fix or "none"
 
 
-def _rule_row(code: str) -> dict:
+def _rule_row(code: str) -> dict[str, Optional[str]]:
     info = RULES[code]
     return {"code": code, "name": info.name, "fix": info.fix, "summary": info.summary, "url": info.url}
 

@@ -13,12 +13,13 @@ import re
 import secrets
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
-from typing import Any, Collection, Iterator, Optional
+from types import ModuleType
+from typing import Any, Callable, Collection, Iterator, Optional
 
 from accumlint.model import FileError, FileResult, Finding, Location
 
 
-def _engine():  # type: ignore[no-untyped-def]
+def _engine() -> ModuleType:
     # Imported on first use, like everywhere else: LibCST is not needed for a cache hit.
     from accumlint import engine
 
@@ -34,6 +35,9 @@ class NotebookError(Exception):
 _WS = re.compile(r"[ \t\n\r]*")
 _NUMBER = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?")
 _LITERALS = {"true": True, "false": False, "null": None}
+# The standard library's JSON string scanner (typeshed does not declare it).
+_scanstring: Callable[[str, int, bool], tuple[str, int]] = getattr(json.decoder, "scanstring")
+JSONPath = tuple[Any, ...]
 
 
 @dataclass
@@ -62,7 +66,7 @@ class _Reader:
         line = self.text.count("\n", 0, pos) + 1
         return NotebookError(f"invalid JSON at line {line}: {what}")
 
-    def _value(self, pos: int, path: tuple) -> tuple[Any, int]:
+    def _value(self, pos: int, path: JSONPath) -> tuple[Any, int]:
         if pos >= len(self.text):
             raise self._fail(pos, "unexpected end of file")
         char = self.text[pos]
@@ -82,12 +86,12 @@ class _Reader:
 
     def _string(self, pos: int) -> tuple[str, int]:
         try:
-            return json.decoder.scanstring(self.text, pos + 1, True)
+            return _scanstring(self.text, pos + 1, True)
         except json.JSONDecodeError as exc:
             raise self._fail(pos, exc.msg) from None
 
-    def _object(self, pos: int, path: tuple) -> tuple[dict, int]:
-        result: dict = {}
+    def _object(self, pos: int, path: JSONPath) -> tuple[dict[str, Any], int]:
+        result: dict[str, Any] = {}
         pos = self._skip(pos + 1)
         if self.text.startswith("}", pos):
             return result, pos + 1
@@ -110,8 +114,8 @@ class _Reader:
             else:
                 raise self._fail(pos, "expected ',' or '}'")
 
-    def _array(self, pos: int, path: tuple) -> tuple[list, int]:
-        result: list = []
+    def _array(self, pos: int, path: JSONPath) -> tuple[list[Any], int]:
+        result: list[Any] = []
         pos = self._skip(pos + 1)
         if self.text.startswith("]", pos):
             return result, pos + 1
@@ -186,7 +190,7 @@ def _unmask(code: str, masked: _Masked) -> Optional[str]:
     pattern = re.compile(rf"(?m)^([ \t]*)pass  # {masked.token}_(\d+)(?=\r?$)")
     seen: list[int] = []
 
-    def restore(match: re.Match) -> str:
+    def restore(match: re.Match[str]) -> str:
         number = int(match.group(2))
         seen.append(number)
         original, indent = masked.originals[number], masked.indents[number]
@@ -222,7 +226,7 @@ class NotebookResult:
 
     def findings(self) -> list[Finding]:
         """Every cell's findings, each with its cell number; rows relative to the cell."""
-        found = []
+        found: list[Finding] = []
         for cell in self.cells:
             found.extend(replace(f, filename=self.filename, cell=cell.number) for f in cell.result.findings)
         return found
@@ -249,7 +253,7 @@ class NotebookResult:
 @dataclass
 class _Notebook:
     text: str
-    cells: list[dict]
+    cells: list[dict[str, Any]]
     spans: dict[int, _Span]
 
 
@@ -380,7 +384,7 @@ def _list_layout(old: str) -> tuple[str, str, str]:
     gap = None
     closing = ""
     while pos < len(old) and old[pos] == '"':
-        _value, pos = json.decoder.scanstring(old, pos + 1, True)
+        _value, pos = _scanstring(old, pos + 1, True)
         after = _WS.match(old, pos).end()  # type: ignore[union-attr]
         if old.startswith(",", after):
             following = _WS.match(old, after + 1).end()  # type: ignore[union-attr]

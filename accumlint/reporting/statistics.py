@@ -10,8 +10,8 @@ from accumlint.registry import RULES
 from accumlint.reporting.report import Report
 
 
-def rows(report: Report) -> list[dict]:
-    counts: Counter = Counter(f.code for f in report.findings)
+def rows(report: Report) -> list[dict[str, object]]:
+    counts: Counter[str] = Counter(f.code for f in report.findings)
     fixable = {f.code for f in report.findings if report.mode.applicable(f)}
     return [
         {"code": code, "name": RULES[code].name if code in RULES else "", "count": count, "fixable": code in fixable}
