@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, Optional
+from typing import TYPE_CHECKING, Literal, Optional, Union
 
 if TYPE_CHECKING:  # reporters and cache hits need not import the analysis
     import ast
@@ -114,6 +114,6 @@ class FileResult:
     findings: list[Finding] = field(default_factory=list)
     error: Optional[FileError] = None
     # Set by fix mode: the new text (None when nothing changed) and how many fixes went in.
-    fixed_source: Optional[str] = None
+    fixed_source: Optional[Union[str, bytes]] = None  # in the type of the text it fixed
     fixes_applied: int = 0
     notices: list[Notice] = field(default_factory=list)

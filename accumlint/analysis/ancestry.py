@@ -31,6 +31,8 @@ def forget_ancestry() -> None:
 
 def _ancestry_of(scope: Scope, event: Event) -> set[str]:
     found: set[str] = set()
+    if event.tensor is None:
+        return found
     pending: list[tuple[str, int]] = [(name, event.order) for name in data_names_in(event.tensor)]
     seen: set[tuple[str, int]] = set()
     while pending:

@@ -15,6 +15,7 @@ LoopNode = Union[ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFun
 FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FOR_LOOPS = (ast.For, ast.AsyncFor)
 WITHS = (ast.With, ast.AsyncWith)
+TRIES: tuple[type[ast.Try], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `except*` from 3.11
 
 # Calls whose result shares no autograd graph with their input.
 DETACH_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
@@ -205,7 +206,7 @@ class _Collector:
             self._block(node.orelse, scope, path + ((node, "orelse"),), loops, no_grad)
         elif isinstance(node, WITHS):
             self._with(node, block, scope, path, loops, no_grad)
-        elif isinstance(node, (ast.Try, getattr(ast, "TryStar", ast.Try))):
+        elif isinstance(node, TRIES):
             self._block(node.body, scope, path + ((node, "body"),), loops, no_grad)
             for handler in node.handlers:
                 self._block(handler.body, scope, path + ((handler, "body"),), loops, no_grad)
@@ -356,10 +357,10 @@ class _Collector:
                 self._define(Definition(name, "unpack", value, stmt, index=index))
                 self._occur(name, True, False, False, stmt)
             return
-        name = dotted(target)
-        if name is not None:
-            self._define(Definition(name, "assign", value, stmt))
-            self._occur(name, True, False, False, stmt)
+        single = dotted(target)
+        if single is not None:
+            self._define(Definition(single, "assign", value, stmt))
+            self._occur(single, True, False, False, stmt)
         else:  # x[i] = v, obj.f().g = v: the container is read, not rebound
             self._read(target, stmt)
 

@@ -137,6 +137,8 @@ class DataFlow:
             return UNKNOWN
         result = self._definition_scaling(base, k_names, depth) if base is not None else NEUTRAL
         for update in updates:
+            if update.value is None:
+                continue
             if update.kind == "aug" and update.op in _DIVIDING_AUG:
                 result = _divide(result, mentions(update.value, k_names))
             elif update.kind == "aug" and update.op in _SUMMING_AUG:
@@ -218,10 +220,10 @@ class DataFlow:
         if not isinstance(func, ast.Attribute):
             return False
         owner = func.value
-        own = isinstance(owner, ast.Name) and owner.id in {"self", "cls"}
-        if not own and not (isinstance(owner, ast.Call) and dotted(owner.func) == "super"):
+        own = owner.id if isinstance(owner, ast.Name) and owner.id in {"self", "cls"} else None
+        if own is None and not (isinstance(owner, ast.Call) and dotted(owner.func) == "super"):
             return False
-        if own and any(scope.definitions(f"{owner.id}.{func.attr}") for scope in self.collected.scopes):
+        if own and any(scope.definitions(f"{own}.{func.attr}") for scope in self.collected.scopes):
             return False  # `self.criterion = nn.CrossEntropyLoss()`: a callable object
         scope: Optional[Scope] = at.scope
         while scope is not None and scope.class_node is None:

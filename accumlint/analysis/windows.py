@@ -4,7 +4,7 @@ and which statements run every micro-step versus once per window."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional
+from typing import Optional, cast
 
 import ast
 
@@ -40,10 +40,12 @@ class Window:
 
     def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
-            return stmt.within(self.gate, self.branch)
+            return self.gate is not None and stmt.within(self.gate, self.branch)
         if self.form == "continue":
             return (
-                self.step_loop.contains(stmt)
+                self.gate is not None
+                and self.gate_header is not None
+                and self.step_loop.contains(stmt)
                 and stmt.order > self.gate_header.order
                 and not stmt.within(self.gate)
             )
@@ -117,11 +119,11 @@ def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optiona
         # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
         return gate if gate.positive else replace(gate, end_clause=True)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        gate = parse_gate(test.operand, scope, at, depth + 1)
-        if gate is None:
+        negated = parse_gate(test.operand, scope, at, depth + 1)
+        if negated is None:
             return None
         # `not (gate or end)` is "neither at a boundary nor at the end": still a negative gate.
-        return replace(gate, positive=not gate.positive)
+        return replace(negated, positive=not negated.positive)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
         modulo = _modulo(test.left) or _modulo(test.comparators[0])
         if modulo is None:
@@ -137,8 +139,8 @@ def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optiona
     if isinstance(test, ast.Name):
         value = _flag_value(test.id, scope, at)
         if value is not None:
-            gate = parse_gate(value, scope, at, depth + 1)
-            return replace(gate, flag=test.id) if gate is not None else None
+            flagged = parse_gate(value, scope, at, depth + 1)
+            return replace(flagged, flag=test.id) if flagged is not None else None
     return None
 
 
@@ -194,7 +196,7 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
     # `if (i + 1) % k != 0: continue` earlier in the loop body.
     for stmt, test in _continue_gates(loop, scope):
         if stmt.order < step.order and not step.stmt.within(stmt.node):
-            return Window("continue", loop, loop, test.k, set(), step, stmt.node, stmt, test, None)
+            return Window("continue", loop, loop, test.k, set(), step, cast(ast.If, stmt.node), stmt, test, None)
     # nanoGPT: `for micro_step in range(k): ... backward ...` then the step.
     for inner in scope.loops:
         if inner.parent is not loop or not isinstance(inner.node, FOR_LOOPS) or inner.last_order >= step.order:
@@ -211,7 +213,8 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
             k = args[1]
         else:
             continue
-        if int_value(k) is not None and int_value(k) <= 1:
+        size = int_value(k)
+        if size is not None and size <= 1:
             continue
         if any(e.kind == BACKWARD and inner.contains(e.stmt) for e in events):
             return Window("inner", inner, loop, k, set(), step)
@@ -271,7 +274,8 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
             window.siblings = [w for w in found if w is not window]
             window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
         if any(
-            w.form == "gate" and e.kind == STEP and e.stmt.within(w.gate) and not any(x.in_step_block(e.stmt) for x in found)
+            w.form == "gate" and w.gate is not None and e.kind == STEP and e.stmt.within(w.gate)
+            and not any(x.in_step_block(e.stmt) for x in found)
             for w in found for e in events
         ):
             continue  # steps on both branches of one gate: alternating updates, not accumulation

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from accumlint.analysis import ModuleFacts
@@ -22,14 +23,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         if not sf.windows or rescales_grads(sf.scope):
             continue
         for window, event in sf.micro_step_backwards():
-            if framework_divides(event, facts):
+            if event.call is None or event.tensor is None or framework_divides(event, facts):
                 continue
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if scaling.unknown or scaling.divided:
                 continue
             k_text = src.segment(window.k)
             new_tensor = divided(src, event.tensor, window.k)
-            if event.tensor is getattr(event.call.func, "value", None):
+            if isinstance(event.call.func, ast.Attribute) and event.tensor is event.call.func.value:
                 edit = replace_receiver(src, event.tensor, new_tensor, MUL)
             else:
                 edit = replace(src, event.tensor, new_tensor)

@@ -43,12 +43,12 @@ def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, ast.expr, St
         receiver, method = method_of(site.call)
         while isinstance(receiver, ast.Subscript):  # `losses["g"].append(loss)`: the dict keeps it
             receiver = receiver.value
-        name = dotted(receiver) if receiver is not None else None
-        if name and method in _COLLECTING and site.stmt.node.value is site.call:
+        holder = dotted(receiver) if receiver is not None else None
+        if holder and method in _COLLECTING and site.stmt.node.value is site.call:
             value_index = 1 if method == "insert" else 0
             args = [a for a in site.call.args if not isinstance(a, ast.Starred)]
             if len(args) > value_index:
-                yield name, args[value_index], site.stmt
+                yield holder, args[value_index], site.stmt
 
 
 def _defined_outside(name: str, scope: Scope, loop: Loop) -> bool:

@@ -9,7 +9,7 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
-from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
+from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, last_part
 from accumlint.model import Fix, Violation
@@ -36,7 +36,7 @@ def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, 
     """Names whose first use in an iteration feeds the forward pass with the graph-carrying value
     of the previous iteration."""
     carried: dict[str, list[Definition]] = {}
-    first: dict[str, object] = {}
+    first: dict[str, Occurrence] = {}
     for occurrence in scope.occurrences:
         if loop.contains(occurrence.stmt) and occurrence.name not in first:
             first[occurrence.name] = occurrence
@@ -111,13 +111,13 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 names = ", ".join(f"`{n}`" for n, _ in group)
                 fix = None
                 # After the backward, and after the state's last assignment when that comes later.
-                last = max([backwards[-1].stmt] + [d.stmt for _, d in group], key=lambda s: s.order)
+                anchor = max([backwards[-1].stmt] + [d.stmt for _, d in group], key=lambda s: s.order)
                 lines, safe = [], True
                 for name, definition in group:
                     text, known = _detach_statement(name, definition, scope, loop, facts)
                     lines.append(text)
                     safe = safe and known
-                edit = insert_after(facts.source, last.node, lines) if last.is_statement else None
+                edit = insert_after(facts.source, anchor.node, lines) if anchor.is_statement else None
                 if edit is not None:
                     fix = Fix(f"Detach {names} right after backward", "safe" if safe else "unsafe", (edit,))
                 yield Violation(

@@ -19,7 +19,7 @@ FIX: FixSafety = "safe"
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for clip in sf.events:
-            if clip.kind != CLIP or clip.self_unscaling or clip.helper or clip.stmt.loop is None:
+            if clip.kind != CLIP or clip.call is None or clip.self_unscaling or clip.helper or clip.stmt.loop is None:
                 continue
             loop = clip.stmt.loops[0]
             # The GradScaler step this clip precedes, on the same branch (AMP and non-AMP paths differ).

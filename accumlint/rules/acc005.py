@@ -89,7 +89,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             k_text = facts.source.segment(window.k)
             fix = None
             gate = window.gate
-            if window.form == "gate" and window.test.flag is None and sized is not None and gate is not None:
+            if gate is None:
+                continue
+            if window.form == "gate" and window.test.flag is None and sized is not None:
                 sized_text = facts.source.segment(sized)
                 end = f"{counter} + 1 == len({sized_text})" if start == 0 else (
                     f"{counter} == len({sized_text})" if start == 1 else f"{counter} - {start - 1} == len({sized_text})"

@@ -36,7 +36,9 @@ def _shares_outer_graph(event, inner, sf, facts: ModuleFacts) -> bool:
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for event in sf.events:
-            if event.kind != BACKWARD or event.helper or not retains_graph(event) or not event.stmt.loops:
+            if event.kind != BACKWARD or event.call is None or event.helper or not retains_graph(event):
+                continue
+            if not event.stmt.loops:
                 continue
             outer = event.stmt.loops[0]
             innermost = event.stmt.loops[-1]

@@ -78,7 +78,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 o.name in ddp and window.micro_loop.contains(o.stmt) for o in sf.scope.occurrences
             )
             backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
-            if uses_model and backward is not None:
+            if uses_model and backward is not None and backward.call is not None:
                 yield Violation(
                     CODE,
                     "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "

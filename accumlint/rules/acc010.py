@@ -62,43 +62,46 @@ def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
                 )
 
 
-def _is_k_division(expr: Optional[ast.expr], k_names: set[str]) -> bool:
-    return (
-        isinstance(expr, ast.BinOp)
-        and isinstance(expr.op, (ast.Div, ast.FloorDiv))
-        and mentions(expr.right, k_names)
-    )
+def _k_division(expr: Optional[ast.expr], k_names: set[str]) -> Optional[ast.BinOp]:
+    """`x / k` (or `x // k`) with k among `k_names`."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, ast.FloorDiv)) and mentions(expr.right, k_names):
+        return expr
+    return None
 
 
 def _drop_division(facts: ModuleFacts, tensor, stmt: Stmt, k_names, receiver: bool) -> Optional[tuple[TextEdit, ...]]:
     """Undo one hand division by k: at the call, `loss /= k`, or `loss = x / k`."""
     src = facts.source
-    if _is_k_division(tensor, k_names):
-        left = tensor.left
+    division = _k_division(tensor, k_names)
+    if division is not None:
+        left = division.left
         if receiver:
-            return (replace_receiver(src, tensor, src.segment(left), precedence(src, left)),)
-        return (replace(src, tensor, src.segment(left)),)
+            return (replace_receiver(src, division, src.segment(left), precedence(src, left)),)
+        return (replace(src, division, src.segment(left)),)
     name = dotted(tensor)
     if name is None:
         return None
     base, updates = reaching(name, stmt.scope, stmt.order)
     for update in reversed(updates):
-        if update.kind == "aug" and update.op in {"DivideAssign", "FloorDivideAssign"} and mentions(update.value, k_names):
+        divides = update.kind == "aug" and update.op in {"DivideAssign", "FloorDivideAssign"}
+        if divides and update.value is not None and mentions(update.value, k_names):
             removal = remove(src, update.stmt.node, update.stmt.block)
             return (removal,) if removal is not None else None
-    if base is not None and base.kind == "assign" and _is_k_division(base.value, k_names):
-        left = base.value.left
-        if dotted(left) == name:
+    division = _k_division(base.value, k_names) if base is not None and base.kind == "assign" else None
+    if base is not None and division is not None:
+        if dotted(division.left) == name:
             removal = remove(src, base.stmt.node, base.stmt.block)
             return (removal,) if removal is not None else None
-        return (replace(src, base.value, src.segment(left)),)
+        return (replace(src, division, src.segment(division.left)),)
     return None
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
     if event.framework == Framework.ACCELERATE and facts.roles.accumulating_accelerator(event.receiver):
         gas = facts.roles.accelerator_gas[event.receiver]
-        return k_aliases(gas, event.stmt.scope) if not isinstance(gas, ast.Call) else _accum_names(facts)
+        if gas is None or isinstance(gas, ast.Call):
+            return _accum_names(facts)
+        return k_aliases(gas, event.stmt.scope)
     if event.framework == Framework.DEEPSPEED:
         return _accum_names(facts)
     return None
@@ -126,7 +129,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     who = "Accelerate" if event.framework == Framework.ACCELERATE else "the DeepSpeed engine"
                     yield _violation(event, facts, k_names, f"by hand and again by {who}'s backward")
         for window, event in sf.micro_step_backwards():
-            if id(event.call) in seen or _framework_k(event, facts):
+            if event.tensor is None or id(event.call) in seen or _framework_k(event, facts):
                 continue
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if not scaling.unknown and scaling.k_divisions >= 2:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
+from accumlint.analysis.events import SCHED, STEP, UPDATE, Event, EventKind
 from accumlint.analysis.windows import Window
 from accumlint.model import TextEdit
 from accumlint.rules.edits import move_after, remove
@@ -12,7 +12,7 @@ from accumlint.source import SourceText
 
 
 def move_into_step_block(
-    src: SourceText, event: Event, window: Window, events: list[Event], anchors: set[str], already_there: bool
+    src: SourceText, event: Event, window: Window, events: list[Event], anchors: set[EventKind], already_there: bool
 ) -> Optional[tuple[TextEdit, ...]]:
     """Remove the statement of `event` and, unless the block already does the same, re-insert it
     after the last statement of the step block whose event kind is in `anchors`."""
