@@ -31,7 +31,7 @@ def _headline(report: Report, finding: Finding) -> str:
         + _style(report, ":", fg="cyan")
     )
     code = _style(report, finding.code, fg="red", bold=True)
-    return f"{place} {code} {_style(report, mark, fg='cyan')}{finding.message}\n"
+    return f"{place} {code} {_style(report, mark, fg='cyan') if mark else ''}{finding.message}\n"
 
 
 def emit(report: Report, out: TextIO) -> None:
@@ -48,19 +48,21 @@ def emit_full(report: Report, out: TextIO) -> None:
     """Each finding with the lines it covers (at most three) underlined, then its fix."""
     for finding in report.findings:
         out.write(_headline(report, finding))
-        out.write(_snippet(report, finding))
+        snippet, width = _snippet(report, finding)
+        out.write(snippet)
         if finding.fix is not None:
             label = "fix" if report.mode.applicable(finding) else f"{finding.fix.applicability} fix"
-            out.write(f"  = {label}: {finding.fix.message}\n")
+            out.write(f"{' ' * (width + 1)}= {label}: {finding.fix.message}\n")
         out.write("\n")
     out.write(summary(report))
 
 
-def _snippet(report: Report, finding: Finding) -> str:
+def _snippet(report: Report, finding: Finding) -> tuple[str, int]:
+    """The lines under the finding, and the width of their line numbers."""
     lines = report.sources.lines(finding.filename, finding.cell)
     start, end = finding.location, finding.end_location
     if not 1 <= start.row <= len(lines):
-        return ""
+        return "", 1
     last = min(end.row, len(lines), start.row + 2)
     width = len(str(last))
     gutter = " " * width + " |"
@@ -75,7 +77,7 @@ def _snippet(report: Report, finding: Finding) -> str:
         if row == last:
             marker += " " + _style(report, finding.code, fg="red", bold=True)
         out.append(_style(report, gutter, fg="blue") + f" {marker}\n")
-    return "".join(out)
+    return "".join(out), width
 
 
 def _fixed_listing(report: Report, out: TextIO) -> None:
