@@ -21,9 +21,10 @@ from typing import Any, Collection, Optional
 
 import accumlint
 from accumlint.model import Edit, FileError, FileResult, Finding, FixSummary, Location, Notice
+from accumlint.project import file_digest
 
 CACHE_DIR = ".accumlint_cache"
-LAYOUT = "v2"  # v2: findings, errors and notices carry their notebook cell
+LAYOUT = "v3"  # v2: notebook cells; v3: the project modules a result rests on
 MAX_ENTRIES = 20_000  # about 10 MB of small JSON files
 
 
@@ -75,7 +76,20 @@ def _to_json(result: FileResult) -> dict[str, Any]:
         "error": result.error.message if result.error else None,
         "error_cell": result.error.cell if result.error else None,
         "notices": [{"row": n.row, "message": n.message, "cell": n.cell} for n in result.notices],
+        # Findings that rest on other modules of the project hold only for this file in this
+        # project, and only while those modules keep their text.
+        "origin": str(Path(result.filename).resolve()) if result.dependencies else None,
+        "dependencies": result.dependencies,
     }
+
+
+def _still_valid(data: dict[str, Any], filename: str) -> bool:
+    dependencies = data.get("dependencies") or {}
+    if not dependencies:
+        return True
+    if data.get("origin") != str(Path(filename).resolve()):
+        return False
+    return all(file_digest(Path(path)) == digest for path, digest in dependencies.items())
 
 
 def _cell(value: Any) -> Optional[int]:
@@ -118,6 +132,7 @@ def _from_json(data: dict[str, Any], filename: str) -> FileResult:
         Notice(filename, int(item["row"]), str(item["message"]), _cell(item.get("cell")))
         for item in data.get("notices", [])
     ]
+    result.dependencies = {str(path): str(digest) for path, digest in (data.get("dependencies") or {}).items()}
     return result
 
 
@@ -144,6 +159,8 @@ class Cache:
         try:
             with open(self._path(key), encoding="utf-8") as handle:
                 data = json.load(handle)
+            if not _still_valid(data, filename):
+                return None
             result = _from_json(data, filename)
         except Exception:  # missing, half-written by a crashed old version, or garbage
             return None

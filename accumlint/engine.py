@@ -80,9 +80,11 @@ class _Analysis:
         self.src = SourceText(text)
         self.module = parse(text, filename)
         self.located: list[_Located] = []
+        self.dependencies: dict[str, str] = {}
         if not _might_have_findings(text):
             return
         facts = analyse(self.module, self.src, *_project_of(filename))
+        self.dependencies = facts.analysed.dependencies()
         for violation in _violations(facts, select):
             start, end = self.src.span(violation.node)
             located = _Located(violation, Location(*self.src.position(start)), Location(*self.src.position(end)))
@@ -155,7 +157,9 @@ def check_source(
 
     def work() -> None:
         text, _ = _decode(source)
-        result.findings = _Analysis(text, filename, select).findings(filename, with_edits)
+        analysis = _Analysis(text, filename, select)
+        result.findings = analysis.findings(filename, with_edits)
+        result.dependencies = analysis.dependencies
 
     return _guarded(result, work)
 
@@ -195,6 +199,7 @@ def fix_source(
             text = rewritten
             result.fixes_applied += len(chosen)
         result.findings = analysis.findings(filename)
+        result.dependencies = analysis.dependencies
         if text != original:
             result.fixed_source = encode(text, encoding) if isinstance(source, bytes) else text
 

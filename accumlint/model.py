@@ -117,3 +117,6 @@ class FileResult:
     fixed_source: Optional[Union[str, bytes]] = None  # in the type of the text it fixed
     fixes_applied: int = 0
     notices: list[Notice] = field(default_factory=list)
+    # The project modules whose text the findings rest on (path -> content hash): a cached
+    # result is stale once one of them changes.
+    dependencies: dict[str, str] = field(default_factory=dict)

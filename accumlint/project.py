@@ -112,6 +112,14 @@ def _read(path: Path) -> Optional[LocalModule]:
     return LocalModule(path, text, hashlib.sha256(data).hexdigest(), tree)
 
 
+def file_digest(path: Path) -> str:
+    """The content hash a module is known by ("" when it cannot be read)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
+
+
 _INDEXES: dict[Path, ProjectIndex] = {}
 
 

@@ -199,3 +199,35 @@ def test_an_edited_module_is_read_again(tmp_path):
     losses = tmp_path / "pkg" / "losses.py"
     losses.write_text(losses.read_text().replace("return model(batch).mean()\n", "return model(batch).mean() / 8\n"))
     assert ("ACC001", 19) not in _found(tmp_path / "train.py")
+
+
+def test_a_result_names_the_modules_it_rests_on(tmp_path):
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT, "pkg/unused.py": "def f():\n    pass\n"})
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), str(tmp_path / "train.py"))
+    pkg = (tmp_path / "pkg").resolve()
+    # __init__ for the re-export, losses behind it and behind the alias, base for the class
+    assert set(result.dependencies) == {str(pkg / name) for name in ("__init__.py", "losses.py", "base.py")}
+    before = dict(result.dependencies)
+    (tmp_path / "pkg" / "base.py").write_text((tmp_path / "pkg" / "base.py").read_text() + "\n# edited\n")
+    after = engine.check_source((tmp_path / "train.py").read_bytes(), str(tmp_path / "train.py")).dependencies
+    assert after[str(pkg / "base.py")] != before[str(pkg / "base.py")]
+    assert after[str(pkg / "losses.py")] == before[str(pkg / "losses.py")]
+
+
+def test_a_cached_result_is_stale_once_a_module_it_rests_on_changes(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from accumlint.cli import cli
+
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
+    monkeypatch.chdir(tmp_path)
+
+    def rows() -> set[str]:
+        output = CliRunner().invoke(cli, ["check", "--jobs", "1", "train.py"]).output
+        return {line.split(": ")[0].split(":", 1)[1] for line in output.splitlines() if ": ACC" in line}
+
+    assert "19:9" in rows()  # ACC001 on the undivided loss from L.raw_loss
+    assert "19:9" in rows()  # the same from the cache
+    losses = tmp_path / "pkg" / "losses.py"
+    losses.write_text(losses.read_text().replace("return model(batch).mean()\n", "return model(batch).mean() / 8\n"))
+    assert "19:9" not in rows()

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.exprs import dotted, last_part, positional
+from accumlint.project import file_digest
 
 if TYPE_CHECKING:
     from accumlint.analysis.dataflow import DataFlow
@@ -46,6 +47,27 @@ class AnalysedModule:
         self.top_functions = {
             s.name: s for s in collected.scopes if s.parent is not None and s.parent.parent is None and s.class_node is None
         }
+        self.consulted: set[Path] = set()  # the project's module files its calls were looked up in
+
+    def dependencies(self) -> dict[str, str]:
+        """Every project module whose text the facts of this one rest on (following the modules
+        it consulted, and theirs), with its content hash: a cached result is stale when one of
+        them changed."""
+        found: dict[str, str] = {}
+        pending = [self]
+        seen: set[int] = set()
+        while pending:
+            module = pending.pop()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            for path in module.consulted:
+                local = module.index.module(path) if module.index is not None else None
+                found[str(path)] = local.digest if local is not None else file_digest(path)
+                other = _ANALYSED.get(id(local)) if local is not None else None
+                if other is not None and other[0] is local:
+                    pending.append(other[1])
+        return found
 
 
 _ANALYSED: dict[int, tuple[object, AnalysedModule]] = {}
@@ -138,7 +160,10 @@ class Resolver:
             return None
         level, relative_origin = collected.relative_imports.get(head, (0, origin))
         full = f"{relative_origin}.{rest}" if rest else relative_origin
-        return index.split(path, full, level)
+        found = index.split(path, full, level)
+        if found is not None:
+            self.module.consulted.add(found[0].resolve())
+        return found
 
     def points_into_project(self, call: ast.Call) -> bool:
         """The call names something imported from the project's own modules (so, when it could
