@@ -241,6 +241,8 @@ class NotebookResult:
     def as_file_result(self) -> FileResult:
         """One FileResult for the whole notebook; several failing cells are named in one message."""
         result = FileResult(self.filename, findings=self.findings())
+        for cell in self.cells:  # the project modules any cell's findings rest on
+            result.dependencies.update(cell.result.dependencies)
         errors = self.errors()
         if len(errors) == 1:
             result.error = errors[0]
