@@ -319,7 +319,7 @@ def check_notebook(
         if masked is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
-        cell_result = _engine().check_source(masked.code, f"{filename}:cell {index + 1}", codes, with_edits)
+        cell_result = _engine().check_source(masked.code, filename, codes, with_edits)
         result.cells.append(CellResult(index, cell_result))
     return result
 
@@ -343,7 +343,7 @@ def fix_notebook(
         if span is None or masked is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
-        fixed = _engine().fix_source(masked.code, f"{filename}:cell {index + 1}", codes, unsafe)
+        fixed = _engine().fix_source(masked.code, filename, codes, unsafe)
         if fixed.error or not isinstance(fixed.fixed_source, str):
             continue
         new_source = _unmask(fixed.fixed_source, masked)

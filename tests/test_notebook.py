@@ -200,3 +200,19 @@ def test_magic_in_a_crlf_cell_survives_a_fix(fake):
     assert json.loads(fix_notebook(raw))["cells"][0]["source"] == (
         "%load_ext autoreload\r\n(loss / accum_steps).backward()\r\n"
     )
+
+
+def test_a_notebook_result_names_the_project_modules_its_cells_rest_on(tmp_path):
+    from test_project import PACKAGE, SCRIPT, _write
+
+    _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
+    script = (tmp_path / "train.py").read_text()
+    raw = _notebook(_cell("x = 1\n"), _cell(script))
+    path = tmp_path / "train.ipynb"
+    path.write_bytes(raw)
+    from accumlint import engine
+
+    alone = engine.check_source(script.encode(), str(tmp_path / "train.py")).dependencies
+    assert alone  # the script rests on modules of pkg/
+    merged = check_notebook(raw, str(path)).as_file_result()
+    assert merged.dependencies == alone
