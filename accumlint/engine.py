@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass
+from collections import Counter
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Collection, Optional, Union
 
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
-from accumlint.model import FileError, FileResult, Finding, FixSummary, Location, Violation
+from accumlint.model import FileError, FileResult, Finding, Fix, FixSummary, Location, Violation
 from accumlint.project import ProjectIndex, index_for
 from accumlint.registry import RULES
 from accumlint.rules import RULE_CHECKS
@@ -74,13 +75,18 @@ class _Located:
 
 
 class _Analysis:
-    """One parsed and analysed text, and its violations located and filtered by noqa."""
+    """One parsed and analysed text, and its violations located and filtered by noqa.
 
-    def __init__(self, text: str, filename: str, select: Collection[str]) -> None:
+    With `verify`, every fix is tried before anyone sees it: the fixed text must compile, lose
+    the fix's own finding and gain no other. A fix that fails is withheld (the finding stays,
+    without it) and named in `withheld`."""
+
+    def __init__(self, text: str, filename: str, select: Collection[str], verify: bool = True) -> None:
         self.src = SourceText(text)
         self.module = parse(text, filename)
         self.located: list[_Located] = []
         self.dependencies: dict[str, str] = {}
+        self.withheld: list[str] = []
         if not _might_have_findings(text):
             return
         facts = analyse(self.module, self.src, *_project_of(filename))
@@ -91,6 +97,37 @@ class _Analysis:
             if not _suppressed(self.src.line(located.start.row), violation.code):
                 self.located.append(located)
         self.located.sort(key=lambda item: (item.start.row, item.start.column, item.violation.code))
+        if verify:
+            self._verify_fixes(filename, select)
+
+    def counts(self) -> Counter[str]:
+        return Counter(item.violation.code for item in self.located)
+
+    def _verify_fixes(self, filename: str, select: Collection[str]) -> None:
+        before = self.counts()
+        for index, item in enumerate(self.located):
+            fix = item.violation.fix
+            if fix is None:
+                continue
+            problem = self._fix_problem(fix, item.violation.code, before, filename, select)
+            if problem is not None:
+                self.located[index] = _Located(replace(item.violation, fix=None), item.start, item.end)
+                where = f"{item.start.row}:{item.start.column}"
+                self.withheld.append(f"the {item.violation.code} fix at {where} was withheld: {problem}")
+
+    def _fix_problem(self, fix: Fix, code: str, before: Counter[str], filename: str, select) -> Optional[str]:
+        fixed = apply_edits(self.src.text, fix.edits)
+        try:
+            compile(fixed, filename, "exec", dont_inherit=True)
+            after = _Analysis(fixed, filename, select, verify=False).counts()
+        except (SyntaxError, ValueError, SourceError, RecursionError, MemoryError):
+            return "the fixed code does not compile"
+        if after[code] >= before[code]:
+            return "its finding would remain"
+        introduced = sorted(c for c in after if after[c] > before[c])
+        if introduced:
+            return f"it would introduce {', '.join(introduced)}"
+        return None
 
     def findings(self, filename: str, with_edits: bool = True) -> list[Finding]:
         return [self._finding(item, filename, with_edits) for item in self.located]
@@ -160,8 +197,15 @@ def check_source(
         analysis = _Analysis(text, filename, select)
         result.findings = analysis.findings(filename, with_edits)
         result.dependencies = analysis.dependencies
+        _report_withheld(result, analysis.withheld)
 
     return _guarded(result, work)
+
+
+def _report_withheld(result: FileResult, withheld: list[str]) -> None:
+    """A fix that failed its own check is a bug in accumlint: say so, and exit 2."""
+    if withheld and result.error is None:
+        result.error = FileError(result.filename, "internal error: " + "; ".join(withheld))
 
 
 def fix_source(
@@ -179,7 +223,8 @@ def fix_source(
     def work() -> None:
         original, encoding = _decode(source)
         text = original
-        analysis = _Analysis(text, filename, select)
+        analysis = first = _Analysis(text, filename, select)
+        withheld = list(first.withheld)
         for _ in range(MAX_FIX_ROUNDS):
             fixes = [
                 item.violation.fix
@@ -189,17 +234,23 @@ def fix_source(
             chosen = compatible_fixes(fixes)
             if not chosen:
                 break
+            # Each fix passed its check alone; together they must still compile, or they go in
+            # one at a time.
             rewritten = apply_edits(text, [edit for fix in chosen for edit in fix.edits])
+            try:
+                compile(rewritten, filename, "exec", dont_inherit=True)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                rewritten = apply_edits(text, chosen[0].edits)
             if rewritten == text:
                 break
-            try:
-                analysis = _Analysis(rewritten, filename, select)
-            except SourceError:
-                raise SourceError("a fix produced code that does not parse; file left unchanged") from None
+            analysis = _Analysis(rewritten, filename, select)
+            withheld.extend(w for w in analysis.withheld if w not in withheld)
             text = rewritten
-            result.fixes_applied += len(chosen)
         result.findings = analysis.findings(filename)
         result.dependencies = analysis.dependencies
+        gone = first.counts() - analysis.counts()
+        result.fixes_applied = sum(gone.values())  # findings fixed, not edits applied
+        _report_withheld(result, withheld)
         if text != original:
             result.fixed_source = encode(text, encoding) if isinstance(source, bytes) else text
 
