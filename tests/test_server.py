@@ -144,3 +144,20 @@ def test_a_clean_file_publishes_no_diagnostics(tmp_path):
             await session.stop()
 
     assert asyncio.run(scenario()) == []
+
+
+def test_positions_count_utf16_units_as_lsp_requires(tmp_path):
+    (tmp_path / ".git").mkdir()
+    # U+1D53C takes two UTF-16 units: the backward starts at code point 13, UTF-16 unit 14.
+    text = BUGGY.replace("    loss.backward()", '    s = "\U0001d53c"; loss.backward()')
+
+    async def scenario() -> list[types.Diagnostic]:
+        session = Session()
+        await session.start(tmp_path)
+        try:
+            return await session.diagnostics(_open(session, tmp_path / "wide.py", text))
+        finally:
+            await session.stop()
+
+    found = [d for d in asyncio.run(scenario()) if d.code == "ACC001"]
+    assert [(d.range.start.line, d.range.start.character, d.range.end.character) for d in found] == [(2, 14, 29)]
