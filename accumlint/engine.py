@@ -4,12 +4,12 @@ rules, locate, suppress. Fixes are text edits on the spans the parser gives."""
 from __future__ import annotations
 
 import ast
-import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Collection, Optional, Union
 
+from accumlint import noqa
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
 from accumlint.model import FileError, FileResult, Finding, Fix, FixSummary, Location, Violation
@@ -27,7 +27,6 @@ MAX_FIX_ROUNDS = 8
 # only syntax-checked, never analysed.
 _TRIGGERS = ("backward", "step(")
 
-_NOQA = re.compile(r"#\s*noqa(?::\s*(?P<codes>[A-Za-z]+[0-9]+(?:[\s,]+[A-Za-z]+[0-9]+)*))?", re.I)
 
 
 class SourceError(Exception):
@@ -57,16 +56,6 @@ def _might_have_findings(text: str) -> bool:
     return any(word in text for word in _TRIGGERS)
 
 
-def _suppressed(line: str, code: str) -> bool:
-    match = _NOQA.search(line)
-    if not match:
-        return False
-    codes = match.group("codes")
-    if codes is None:
-        return True
-    return code.upper() in {c.upper() for c in re.split(r"[\s,]+", codes.strip())}
-
-
 @dataclass
 class _Located:
     violation: Violation
@@ -94,7 +83,7 @@ class _Analysis:
         for violation in _violations(facts, select):
             start, end = self.src.span(violation.node)
             located = _Located(violation, Location(*self.src.position(start)), Location(*self.src.position(end)))
-            if not _suppressed(self.src.line(located.start.row), violation.code):
+            if not noqa.suppressed(self.src.line(located.start.row), violation.code):
                 self.located.append(located)
         self.located.sort(key=lambda item: (item.start.row, item.start.column, item.violation.code))
         if verify:

@@ -27,6 +27,9 @@ LINE = "    loss.backward()"
         ("  # noqa: ACC006", False),
         ("  # noqa: ACC0011", False),
         ("  # no qa", False),
+        ("  # noqa ACC001", False),  # no colon: not a blanket noqa either (a warning says so)
+        ("  # noqa: acc001", False),
+        ("  # noqa:", False),
     ],
 )
 def test_noqa_comment(project, invoke, comment, suppressed):
