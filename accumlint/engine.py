@@ -4,6 +4,7 @@ rules, locate, suppress. Fixes are text edits on the spans the parser gives."""
 from __future__ import annotations
 
 import ast
+import os
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -62,6 +63,16 @@ class _Located:
     start: Location
     end: Location
 
+    def filename(self, checked: str) -> str:
+        """The file the finding is in, named the way the checked file was (relative or not)."""
+        origin = self.violation.origin
+        if origin is None:
+            return checked
+        if os.path.isabs(checked):
+            return origin.filename
+        relative = os.path.relpath(origin.filename)
+        return origin.filename if relative.startswith("..") else relative
+
 
 class _Analysis:
     """One parsed and analysed text, and its violations located and filtered by noqa.
@@ -80,12 +91,20 @@ class _Analysis:
             return
         facts = analyse(self.module, self.src, *_project_of(filename))
         self.dependencies = facts.analysed.dependencies()
+        seen: set[tuple[str, str, int, int]] = set()
         for violation in _violations(facts, select):
-            start, end = self.src.span(violation.node)
-            located = _Located(violation, Location(*self.src.position(start)), Location(*self.src.position(end)))
-            if not noqa.suppressed(self.src.line(located.start.row), violation.code):
+            if violation.origin is not None:  # in another file of the project: no fix there
+                violation = replace(violation, fix=None)
+            src = violation.origin.source if violation.origin is not None else self.src
+            start, end = src.span(violation.node)
+            key = (violation.code, violation.origin.filename if violation.origin else "", start, end)
+            if key in seen:  # one faulty statement reached from several loops or calls
+                continue
+            seen.add(key)
+            located = _Located(violation, Location(*src.position(start)), Location(*src.position(end)))
+            if not noqa.suppressed(src.line(located.start.row), violation.code):
                 self.located.append(located)
-        self.located.sort(key=lambda item: (item.start.row, item.start.column, item.violation.code))
+        self.located.sort(key=lambda item: (item.filename(""), item.start.row, item.start.column, item.violation.code))
         if verify:
             self._verify_fixes(filename, select)
 
@@ -133,7 +152,7 @@ class _Analysis:
         return Finding(
             code=violation.code,
             message=violation.message,
-            filename=filename,
+            filename=item.filename(filename),
             location=item.start,
             end_location=item.end,
             fix=summary,

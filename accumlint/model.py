@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Literal, Optional, Union
 if TYPE_CHECKING:  # reporters and cache hits need not import the analysis
     import ast
 
+    from accumlint.source import SourceText
+
 Applicability = Literal["safe", "unsafe"]
 
 
@@ -29,13 +31,23 @@ class Fix:
 
 
 @dataclass(frozen=True)
+class Origin:
+    """Another file of the project, where a finding's faulty statement is."""
+
+    filename: str
+    source: SourceText
+
+
+@dataclass(frozen=True)
 class Violation:
-    """What a rule emits: the node whose span is reported, the reason, and maybe a fix."""
+    """What a rule emits: the node whose span is reported, the reason, and maybe a fix.
+    With an origin, the node is in that other file (and a fix is never offered there)."""
 
     code: str
     message: str
     node: ast.AST
     fix: Optional[Fix] = None
+    origin: Optional[Origin] = None
 
 
 @dataclass(frozen=True)

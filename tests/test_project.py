@@ -17,9 +17,10 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def _found(path: Path) -> set[tuple[str, int]]:
+    """The findings in the checked file itself."""
     result = engine.check_source(path.read_bytes(), str(path))
     assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in result.findings if f.filename == str(path)}
 
 
 LOOP = """
@@ -166,6 +167,11 @@ def test_calls_into_other_modules_of_the_project(tmp_path):
     # the raw one does not; steps reached through a closure and through a base class in another
     # module make windows of their loops (here: with no end-of-data clause).
     assert _found(tmp_path / "train.py") == {("ACC001", 19), ("ACC005", 43), ("ACC005", 51)}
+    # The base class's micro_step runs backward on an undivided loss every micro-step of the
+    # Trainer's window: reported in base.py, where the backward is.
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), str(tmp_path / "train.py"))
+    elsewhere = {(Path(f.filename).name, f.code, f.location.row) for f in result.findings if f.filename != str(tmp_path / "train.py")}
+    assert elsewhere == {("base.py", "ACC001", 7)}
 
 
 def test_a_module_that_does_not_parse_is_unknown_not_an_error(tmp_path):
@@ -231,3 +237,78 @@ def test_a_cached_result_is_stale_once_a_module_it_rests_on_changes(tmp_path, mo
     losses = tmp_path / "pkg" / "losses.py"
     losses.write_text(losses.read_text().replace("return model(batch).mean()\n", "return model(batch).mean() / 8\n"))
     assert "19:9" not in rows()
+
+
+HELPERS = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/steps.py": """
+        def forward_backward(model, batch):
+            loss = model(batch).mean()
+            loss.backward()
+            return loss
+
+
+        def scaled_forward_backward(model, batch, k):
+            loss = model(batch).mean() / k
+            loss.backward()
+    """,
+    "train.py": """
+        from pkg.steps import forward_backward, scaled_forward_backward
+
+
+        class Trainer:
+            def micro_step(self, batch):
+                loss = self.model(batch).mean()
+                loss.backward()  # line 7
+                return loss.item()
+
+            def train_epoch(self, loader):
+                for i, batch in enumerate(loader):
+                    self.micro_step(batch)
+                    if (i + 1) % self.k == 0 or i + 1 == len(loader):
+                        self.opt.step()
+                        self.opt.zero_grad()
+
+
+        def loop(model, opt, loader, k):
+            for i, batch in enumerate(loader):
+                forward_backward(model, batch)
+                if (i + 1) % k == 0 or i + 1 == len(loader):
+                    opt.step()
+                    opt.zero_grad()
+
+
+        def scaled_loop(model, opt, loader, k):
+            for i, batch in enumerate(loader):
+                scaled_forward_backward(model, batch, k)
+                if (i + 1) % k == 0 or i + 1 == len(loader):
+                    opt.step()
+                    opt.zero_grad()
+    """,
+}
+
+
+def test_a_backward_inside_a_helper_is_reported_where_it_is(tmp_path, monkeypatch):
+    _write(tmp_path, HELPERS)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    assert set(found) == {("train.py", "ACC001", 7), (str(Path("pkg") / "steps.py"), "ACC001", 3)}
+    method = found[("train.py", "ACC001", 7)]
+    assert "(called every micro-step from `train_epoch`, line 12)" in method.message
+    assert method.fix is not None  # `self.k` means the same in both methods
+    other = found[(str(Path("pkg") / "steps.py"), "ACC001", 3)]
+    assert "(called every micro-step from `loop`, line 20)" in other.message
+    assert other.fix is None  # never an edit to another file
+    fixed = engine.fix_source((tmp_path / "train.py").read_bytes(), "train.py").fixed_source
+    assert b"(loss / self.k).backward()  # line 7" in fixed
+
+
+def test_a_local_k_is_not_written_into_a_helper(tmp_path):
+    files = dict(HELPERS)
+    files["train.py"] = files["train.py"].replace("self.k", "k").replace("def train_epoch(self, loader):", "def train_epoch(self, loader, k):")
+    _write(tmp_path, files)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), str(tmp_path / "train.py"))
+    method = next(f for f in result.findings if f.location.row == 7 and f.filename == str(tmp_path / "train.py"))
+    assert method.code == "ACC001" and method.fix is None  # `k` is not in the helper's sight

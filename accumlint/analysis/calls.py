@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.exprs import dotted, last_part, positional
 from accumlint.project import file_digest
+from accumlint.source import SourceText
 
 if TYPE_CHECKING:
     from accumlint.analysis.dataflow import DataFlow
@@ -32,7 +33,9 @@ class Callee:
 class AnalysedModule:
     """One module's collected facts, roles and direct events, and a resolver for its calls."""
 
-    def __init__(self, collected: Collected, path: Optional[Path], index: Optional[ProjectIndex]) -> None:
+    def __init__(
+        self, collected: Collected, path: Optional[Path], index: Optional[ProjectIndex], source: Optional[SourceText] = None
+    ) -> None:
         from accumlint.analysis.dataflow import DataFlow
         from accumlint.analysis.events import direct_events
         from accumlint.analysis.roles import infer_roles
@@ -40,6 +43,7 @@ class AnalysedModule:
         self.collected = collected
         self.path = path
         self.index = index
+        self.source = source
         self.roles: Roles = infer_roles(collected)
         self.direct: dict[int, list[Event]] = direct_events(collected, self.roles)
         self.resolver = Resolver(self)
@@ -80,7 +84,8 @@ def analysed(index: ProjectIndex, path: Path) -> Optional[AnalysedModule]:
         return None
     known = _ANALYSED.get(id(module))
     if known is None or known[0] is not module:
-        known = _ANALYSED[id(module)] = (module, AnalysedModule(collect(module.tree), module.path, index))
+        analysis = AnalysedModule(collect(module.tree), module.path, index, SourceText(module.text))
+        known = _ANALYSED[id(module)] = (module, analysis)
     return known[1]
 
 

@@ -15,7 +15,7 @@ from accumlint import frameworks
 from accumlint.frameworks import Framework, lightning, torch_core
 
 if TYPE_CHECKING:
-    from accumlint.analysis.calls import Resolver
+    from accumlint.analysis.calls import Callee, Resolver
 
 
 class EventKind(str, Enum):
@@ -48,7 +48,7 @@ class Event:
     retain_graph: Optional[ast.expr] = None
     self_unscaling: bool = False  # a clip that unscales by itself (Accelerate, Lightning, Fabric)
     helper: Optional[str] = None  # the called function the event happens in
-    helper_scope: Optional[Scope] = None  # its scope, when the call was resolved
+    callee: Optional[Callee] = None  # the function it runs, when the call was resolved
 
     @property
     def order(self) -> int:
@@ -168,7 +168,7 @@ def collect_events(collected: Collected, direct: dict[int, list[Event]], resolve
             if callee is None or callee.scope is scope:
                 continue
             for kind in sorted(resolver.kinds(callee), key=lambda k: k.value):
-                events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, helper_scope=callee.scope))
+                events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, callee=callee))
         events.sort(key=lambda e: e.order)
         result[id(scope)] = events
     return result

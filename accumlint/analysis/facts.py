@@ -13,6 +13,7 @@ from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.exprs import forget_names
+from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
 from accumlint.analysis.windows import Window, find_windows
 from accumlint.project import ProjectIndex
@@ -38,6 +39,17 @@ class ScopeFacts:
                     seen.add(id(event))
                     yield window, event
 
+    def helper_backwards(self) -> Iterator[tuple[Window, Reached]]:
+        """The backward passes inside functions this scope calls every micro-step of a window,
+        with the calls that lead to them."""
+        for window in self.windows:
+            for event in self.events:
+                if event.kind != BACKWARD or event.callee is None or not window.every_micro_step(event.stmt):
+                    continue
+                for found in reached(event, BACKWARD):
+                    if found.event.call is not None and found.event.tensor is not None:
+                        yield window, found
+
 
 
 @dataclass
@@ -59,7 +71,7 @@ def analyse(
     project's other modules are followed too."""
     forget_names()
     forget_ancestry()
-    analysed = AnalysedModule(collect(module), path, index)
+    analysed = AnalysedModule(collect(module), path, index, source)
     collected = analysed.collected
     events = collect_events(collected, analysed.direct, analysed.resolver)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)

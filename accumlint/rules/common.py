@@ -8,16 +8,17 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import Event
 from accumlint.analysis.exprs import dotted, method_of
+from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
 
 
-def framework_divides(event: Event, facts: ModuleFacts) -> bool:
+def framework_divides(event: Event, roles: Roles) -> bool:
     """The framework divides the loss by the window itself (Accelerate with accumulation set,
     DeepSpeed's engine)."""
     if event.framework == Framework.ACCELERATE:
-        return facts.roles.accumulating_accelerator(event.receiver)
+        return roles.accumulating_accelerator(event.receiver)
     return event.framework == Framework.DEEPSPEED
 
 
