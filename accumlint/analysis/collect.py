@@ -43,9 +43,33 @@ class Scope:
     loops: list["Loop"] = field(default_factory=list)
     calls: list["CallSite"] = field(default_factory=list)
     stmts: list["Stmt"] = field(default_factory=list)
+    _headers: Optional[dict[int, "Stmt"]] = field(default=None, repr=False)
+    # The methods of this scope's class, this one included (one list shared by all of them):
+    # `self.k` set in `__init__` is read in `train_epoch`.
+    class_scopes: list["Scope"] = field(default_factory=list, repr=False)
+
+    def sight(self) -> list["Scope"]:
+        """The scopes whose names this one can read: itself, enclosing functions and the module,
+        and for `self.` attributes the other methods of its class."""
+        found: list[Scope] = []
+        current: Optional[Scope] = self
+        while current is not None:
+            found.append(current)
+            found.extend(s for s in current.class_scopes if s is not current and s not in found)
+            current = current.parent
+        return found
 
     def definitions(self, name: str) -> list["Definition"]:
         return self.defs.get(name, [])
+
+    def header_of(self, node: ast.AST) -> Optional["Stmt"]:
+        """The statement record of a compound statement's header (built once per scope)."""
+        if self._headers is None:
+            self._headers = {}
+            for stmt in self.stmts:
+                if stmt.is_statement:
+                    self._headers.setdefault(id(stmt.node), stmt)
+        return self._headers.get(id(node))
 
     @property
     def is_lightning_training_step(self) -> bool:
@@ -170,6 +194,7 @@ class _Collector:
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, list[Scope]] = {}
         self.bound: set[str] = set()  # names bound by the comprehensions being read
+        self.class_members: dict[int, list[Scope]] = {}
 
     # --- statements -------------------------------------------------------------------
     def run(self) -> Collected:
@@ -237,6 +262,9 @@ class _Collector:
         )
         self.scopes.append(inner)
         self.functions.setdefault(node.name, []).append(inner)
+        if class_node is not None:
+            inner.class_scopes = self.class_members.setdefault(id(class_node), [])
+            inner.class_scopes.append(inner)
         args = node.args
         for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg):
             if arg is not None:

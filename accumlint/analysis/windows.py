@@ -7,6 +7,7 @@ from dataclasses import dataclass, field, replace
 from typing import Optional, cast
 
 import ast
+import re
 
 from accumlint.analysis.collect import FOR_LOOPS, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
@@ -57,6 +58,12 @@ class Window:
 
     def in_step_block(self, stmt: Stmt) -> bool:
         return self._own_block(stmt)
+
+    @property
+    def reporting_gate(self) -> bool:
+        """The modulus reads as a logging, progress-bar, evaluation or checkpoint frequency, not
+        as accumulation steps: a step under it is a misplaced step block, not a window."""
+        return reporting_frequency(self.k)
 
     def every_micro_step(self, stmt: Stmt) -> bool:
         """Runs on every micro-step of this window: not in any gate's block, not after an early
@@ -152,19 +159,20 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     """The names that stand for k: k itself, what it was assigned from, and what was assigned from it."""
     name = dotted(k)
     names = {name} if name else set(names_in(k))
-    scopes = []
-    current: Optional[Scope] = scope
-    while current is not None:
-        scopes.append(current)
-        current = current.parent
+    scopes = scope.sight()
     for _ in range(3):
         grown = set(names)
         for sc in scopes:
             for target, definitions in sc.defs.items():
                 for definition in definitions:
-                    if definition.kind != "assign" or definition.value is None:
+                    value = definition.value
+                    if definition.kind == "unpack" and isinstance(value, ast.Tuple) and len(definition.index) == 1:
+                        value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
+                    elif definition.kind != "assign":
                         continue
-                    source = dotted(definition.value)
+                    if value is None:
+                        continue
+                    source = dotted(value)
                     if source is None:
                         continue  # `tokens = k * batch` is not another name for k
                     if target in names:
@@ -184,10 +192,10 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
             break
         if not isinstance(node, ast.If):
             continue
-        header = next((s for s in scope.stmts if s.node is node), None)
+        header = scope.header_of(node)
         if header is None:
             continue
-        test = parse_gate(node.test, scope, header.order)
+        test = parse_gate(node.test, scope, header.order) or _counter_gate(node, loop)
         if test is None:
             continue
         if test.positive != (branch == "body"):
@@ -221,6 +229,29 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
     return None
 
 
+def _counter_gate(gate: ast.If, loop: Loop) -> Optional[GateTest]:
+    """`micro += 1` every micro-step, `if micro == k:` (or `>=`) holds the step and sets
+    `micro = 0` again: a window of k counted by hand."""
+    test = gate.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Eq, ast.GtE))):
+        return None
+    counter, k = test.left, test.comparators[0]
+    name = dotted(counter)
+    size = int_value(k)
+    if name is None or (size is not None and size <= 1) or isinstance(k, ast.Constant) and size is None:
+        return None
+    scope = loop.scope
+    counted = reset = False
+    for definition in scope.definitions(name):
+        if not loop.contains(definition.stmt):
+            continue
+        if definition.kind == "aug" and definition.op == "AddAssign" and int_value(definition.value) == 1:
+            counted = counted or not definition.stmt.within(gate)
+        elif definition.kind == "assign" and int_value(definition.value) == 0 and definition.stmt.within(gate, "body"):
+            reset = True
+    return GateTest(k, counter, True, False) if counted and reset else None
+
+
 def _continue_gates(loop: Loop, scope: Scope) -> list[tuple[Stmt, GateTest]]:
     """`if <not at a window boundary>: continue` statements directly in the loop body."""
     found = []
@@ -238,13 +269,11 @@ def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
     name = dotted(k)
     if name is None:
         return False
-    current: Optional[Scope] = scope
-    while current is not None:
+    for current in scope.sight():
         definitions = current.definitions(name)
         if definitions:
             values = [int_value(d.value) if d.kind == "assign" else None for d in definitions]
             return all(v is not None and v <= 1 for v in values)
-        current = current.parent
     return False
 
 
@@ -286,6 +315,39 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
                 window.k_names = k_aliases(window.k, scope)
                 windows.append(window)
     return windows
+
+
+# How often something is shown, measured or saved: a gate on these is no accumulation window.
+_REPORTING_WORDS = frozenset({
+    "log", "logs", "logging", "print", "printing", "display", "disp", "show", "verbose", "report",
+    "eval", "evaluate", "evaluation", "val", "valid", "validate", "validation", "test", "save",
+    "saving", "checkpoint", "checkpointing", "ckpt", "progress", "pbar", "tqdm", "summary",
+    "tensorboard", "tb", "wandb", "plot", "vis", "visualize", "sample", "sampling",
+})
+# Words that say the number is about the window itself (`update_every`, `accum_log_steps`).
+_WINDOW_WORDS = frozenset({
+    "accum", "accumulate", "accumulation", "accumulations", "gas", "update", "updates", "grad",
+    "grads", "gradient", "gradients", "micro", "optim", "optimizer", "optimiser", "backward",
+})
+
+
+def _words(expr: ast.expr) -> set[str]:
+    """The words of the last part of every name in `expr` and of its string keys
+    (`args.logging_steps` -> logging, steps; `cfg["printEvery"]` -> print, every)."""
+    texts = [name.rsplit(".", 1)[-1] for name in names_in(expr)]
+    texts += [node.value for node in ast.walk(expr) if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    words: set[str] = set()
+    for text in texts:
+        spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", text)
+        words.update(word for word in re.split(r"[^a-z0-9]+", spaced.lower()) if word)
+    return words
+
+
+def reporting_frequency(k: ast.expr) -> bool:
+    """`args.logging_steps`, `log_interval`, `print_every`, `cfg["eval_freq"]`: a modulus that
+    reads as how often to log, show progress, evaluate or save, and not as accumulation steps."""
+    words = _words(k)
+    return bool(words & _REPORTING_WORDS) and not words & _WINDOW_WORDS
 
 
 def range_len(iterable: ast.expr) -> Optional[ast.expr]:

@@ -1,0 +1,92 @@
+"""Windows as real code spells them: a micro-step counter reset at the step, and k held on
+`self` (set in `__init__` from arguments or a config object)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from accumlint import engine
+
+
+def found(source: str) -> set[tuple[str, int]]:
+    result = engine.check_source(textwrap.dedent(source), "t.py")
+    assert result.error is None, result.error
+    return {(f.code, f.location.row) for f in result.findings}
+
+
+COUNTER = """
+def train(model, opt, loader, k):
+    micro = 0
+    for batch in loader:
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        {zero_early}
+        micro += 1
+        if micro {op} k:
+            opt.step()
+            {zero_late}
+            micro = 0
+"""
+
+
+@pytest.mark.parametrize("op", ["==", ">="])
+def test_a_counter_reset_at_the_step_is_a_window(op):
+    buggy = COUNTER.format(divide="", zero_early="opt.zero_grad()", zero_late="pass", op=op)
+    assert found(buggy) == {("ACC001", 6), ("ACC007", 7)}
+    right = COUNTER.format(divide=" / k", zero_early="pass", zero_late="opt.zero_grad()", op=op)
+    assert found(right) == set()
+
+
+def test_a_counter_never_reset_is_no_window():
+    # `micro == k` fires once: whatever this is, it is not a window of k micro-steps.
+    source = COUNTER.format(divide="", zero_early="opt.zero_grad()", zero_late="pass", op="==")
+    assert found(source.replace("            micro = 0\n", "")) == set()
+
+
+def test_a_counter_compared_with_one_is_no_window():
+    source = COUNTER.format(divide="", zero_early="opt.zero_grad()", zero_late="pass", op="==")
+    assert found(source.replace("if micro == k:", "if micro == 1:")) == set()
+
+
+def test_the_counter_gate_fix_divides_by_its_k():
+    source = textwrap.dedent(COUNTER.format(divide="", zero_early="pass", zero_late="opt.zero_grad()", op="=="))
+    fixed = engine.fix_source(source, "t.py").fixed_source
+    assert "(loss / k).backward()" in fixed
+
+
+TRAINER = """
+class Trainer:
+    def __init__(self, model, opt, cfg):
+        self.model, self.opt = model, opt
+        self.accum = {k_value}
+
+    def train_epoch(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.model(batch).mean(){divide}
+            loss.backward()
+            if (i + 1) % self.accum == 0 or i + 1 == len(loader):
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+
+def test_k_on_self_is_followed_to_its_source_in_init():
+    twice = TRAINER.format(k_value="cfg.grad_accum", divide=" / cfg.grad_accum / self.accum")
+    assert found(twice) == {("ACC010", 10)}
+    once = TRAINER.format(k_value="cfg.grad_accum", divide=" / cfg.grad_accum")
+    assert found(once) == set()
+    never = TRAINER.format(k_value="cfg.grad_accum", divide="")
+    assert found(never) == {("ACC001", 10)}
+
+
+def test_k_set_to_one_on_self_is_no_window():
+    assert found(TRAINER.format(k_value="1", divide="")) == set()
+
+
+def test_k_unpacked_in_init_is_followed_too():
+    source = TRAINER.format(k_value="cfg.grad_accum", divide=" / k_from_args / self.accum").replace(
+        "self.accum = cfg.grad_accum", "self.accum, self.lr = k_from_args, cfg.lr"
+    )
+    assert found(source) == {("ACC010", 10)}
