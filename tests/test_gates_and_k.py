@@ -90,3 +90,55 @@ def test_k_unpacked_in_init_is_followed_too():
         "self.accum = cfg.grad_accum", "self.accum, self.lr = k_from_args, cfg.lr"
     )
     assert found(source) == {("ACC010", 10)}
+
+
+HELPER_GATE = """
+def is_update_step(step, every):
+    return (step + 1) % every == 0
+
+
+class Trainer:
+    def _boundary(self, i):
+        return (i + 1) % self.k == 0
+
+    def train(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.model(batch).mean(){divide_self}
+            loss.backward()
+            if self._boundary(i){end}:
+                self.opt.step()
+                self.opt.zero_grad()
+
+
+def train(model, opt, loader, accum):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        do_step = is_update_step(i, every=accum){end}
+        if do_step:
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_a_gate_computed_by_a_helper_is_read_at_the_call_site():
+    end = " or i + 1 == len(loader)"
+    buggy = HELPER_GATE.format(divide_self="", divide="", end=end)
+    assert found(buggy) == {("ACC001", 13), ("ACC001", 22)}
+    fixed = engine.fix_source(textwrap.dedent(buggy), "t.py").fixed_source
+    # k is written as the call site knows it: the argument, not the helper's parameter name
+    assert "(loss / self.k).backward()" in fixed and "(loss / accum).backward()" in fixed
+    assert "every" not in fixed.split("def train(model")[1].split("do_step")[0]
+    assert found(HELPER_GATE.format(divide_self=" / self.k", divide=" / accum", end=end)) == set()
+
+
+def test_a_helper_gate_without_an_end_clause_drops_the_partial_window():
+    source = HELPER_GATE.format(divide_self=" / self.k", divide=" / accum", end="")
+    assert {code for code, _ in found(source)} == {"ACC005"}
+
+
+def test_a_helper_that_returns_something_else_is_no_gate():
+    source = HELPER_GATE.format(divide_self="", divide="", end="").replace(
+        "return (step + 1) % every == 0", "return step > every"
+    ).replace("return (i + 1) % self.k == 0", "return bool(i)")
+    assert found(source) == set()

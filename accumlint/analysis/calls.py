@@ -6,6 +6,7 @@ need the callee's facts stay silent."""
 from __future__ import annotations
 
 import ast
+import copy
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
@@ -87,6 +88,19 @@ def analysed(index: ProjectIndex, path: Path) -> Optional[AnalysedModule]:
         analysis = AnalysedModule(collect(module.tree), module.path, index, SourceText(module.text))
         known = _ANALYSED[id(module)] = (module, analysis)
     return known[1]
+
+
+class _Bind(ast.NodeTransformer):
+    """Put the call's arguments where the helper reads its parameters."""
+
+    def __init__(self, bound: dict[str, ast.expr], params: set[str]) -> None:
+        self.bound = bound
+        self.params = params
+
+    def visit_Name(self, node: ast.Name) -> ast.expr:
+        if node.id in self.bound:
+            return self.bound[node.id]
+        return node
 
 
 def _enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
@@ -216,6 +230,23 @@ class Resolver:
             if found is not None:
                 return found
         return None
+
+    # --- what a callee returns -----------------------------------------------------------------
+    def gate_of(self, call: ast.Call, scope: Scope) -> Optional[ast.expr]:
+        """What a helper such as `is_update_step(i, k)` returns, with its parameters replaced by
+        the call's arguments, so it reads as a gate written at the call site. Only from this
+        module, whose text the positions of the returned expression point into."""
+        callee = self.resolve(call, scope)
+        if callee is None or callee.module is not self.module or len(callee.scope.returns) != 1:
+            return None
+        params = list(callee.scope.params)
+        if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
+            params = params[1:]
+        bound: dict[str, ast.expr] = dict(zip(params, call.args))
+        bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
+        if any(isinstance(arg, ast.Starred) for arg in call.args):
+            return None
+        return _Bind(bound, set(callee.scope.params)).visit(copy.deepcopy(callee.scope.returns[0][0]))
 
     # --- what a callee does -----------------------------------------------------------------
     def kinds(self, callee: Callee) -> frozenset[EventKind]:

@@ -77,5 +77,6 @@ def analyse(
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
     for scope in collected.scopes:
         scope_events = events[id(scope)]
-        facts.scopes.append(ScopeFacts(scope, scope_events, find_windows(scope, scope_events)))
+        windows = find_windows(scope, scope_events, analysed.resolver.gate_of)
+        facts.scopes.append(ScopeFacts(scope, scope_events, windows))
     return facts

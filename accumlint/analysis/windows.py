@@ -4,7 +4,7 @@ and which statements run every micro-step versus once per window."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Optional, cast
+from typing import Callable, Optional, cast
 
 import ast
 import re
@@ -110,13 +110,19 @@ def _flag_value(name: str, scope: Scope, before: int) -> Optional[ast.expr]:
     return reaching[-1].value if reaching else None
 
 
-def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optional[GateTest]:
+# What a call to a helper returns, read as a gate at the call site (see accumlint.analysis.calls.gate_of).
+HelperGates = Callable[[ast.Call, Scope], Optional[ast.expr]]
+
+
+def parse_gate(
+    test: ast.expr, scope: Scope, at: int, depth: int = 0, helpers: Optional[HelperGates] = None
+) -> Optional[GateTest]:
     """Read `(i + 1) % k == 0`, `step % k == k - 1`, `not (i + 1) % k`, `(i + 1) % k != 0`,
     `... or i + 1 == len(loader)` and flags assigned from such tests."""
     if depth > 4:
         return None
     if isinstance(test, ast.BoolOp):
-        parsed = [parse_gate(value, scope, at, depth + 1) for value in test.values]
+        parsed = [parse_gate(value, scope, at, depth + 1, helpers) for value in test.values]
         gates = [g for g in parsed if g is not None]
         if len(gates) != 1:
             return None
@@ -126,7 +132,7 @@ def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optiona
         # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
         return gate if gate.positive else replace(gate, end_clause=True)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        negated = parse_gate(test.operand, scope, at, depth + 1)
+        negated = parse_gate(test.operand, scope, at, depth + 1, helpers)
         if negated is None:
             return None
         # `not (gate or end)` is "neither at a boundary nor at the end": still a negative gate.
@@ -143,10 +149,13 @@ def parse_gate(test: ast.expr, scope: Scope, at: int, depth: int = 0) -> Optiona
     modulo = _modulo(test)
     if modulo is not None:  # truthy remainder: not at the window's end
         return GateTest(modulo.right, modulo.left, False, False)
+    if isinstance(test, ast.Call) and helpers is not None:  # `if self.is_update_step(i):`
+        returned = helpers(test, scope)
+        return parse_gate(returned, scope, at, depth + 1, helpers) if returned is not None else None
     if isinstance(test, ast.Name):
         value = _flag_value(test.id, scope, at)
         if value is not None:
-            flagged = parse_gate(value, scope, at, depth + 1)
+            flagged = parse_gate(value, scope, at, depth + 1, helpers)
             return replace(flagged, flag=test.id) if flagged is not None else None
     return None
 
@@ -185,7 +194,7 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     return names
 
 
-def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
+def _gate_for(step: Event, loop: Loop, events: list[Event], helpers: Optional[HelperGates]) -> Optional[Window]:
     scope = loop.scope
     for node, branch in reversed(step.stmt.path):
         if node is loop.node:
@@ -195,7 +204,7 @@ def _gate_for(step: Event, loop: Loop, events: list[Event]) -> Optional[Window]:
         header = scope.header_of(node)
         if header is None:
             continue
-        test = parse_gate(node.test, scope, header.order) or _counter_gate(node, loop)
+        test = parse_gate(node.test, scope, header.order, helpers=helpers) or _counter_gate(node, loop)
         if test is None:
             continue
         if test.positive != (branch == "body"):
@@ -277,7 +286,7 @@ def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
     return False
 
 
-def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
+def find_windows(scope: Scope, events: list[Event], helpers: Optional[HelperGates] = None) -> list[Window]:
     """Windows of this scope, one per gate; a loop's windows are kept only when the code clearly
     accumulates: every optimizer step is gated and a backward runs every micro-step."""
     windows: list[Window] = []
@@ -290,7 +299,7 @@ def find_windows(scope: Scope, events: list[Event]) -> list[Window]:
         for step in steps:
             if any(w.in_step_block(step.stmt) for w in found):
                 continue
-            window = _gate_for(step, loop, events)
+            window = _gate_for(step, loop, events, helpers)
             if window is None:
                 ungated = True  # some optimizer steps every iteration (GANs): no accumulation
                 break
