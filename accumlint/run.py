@@ -1,4 +1,5 @@
-"""`python -m accumlint.run [options] script.py [args...]`, also as `torchrun -m accumlint.run`."""
+"""`python -m accumlint.run [options] script.py [args...]` (or `-m module`), also as
+`torchrun -m accumlint.run`."""
 
 from accumlint.runtime.cli import run_command
 

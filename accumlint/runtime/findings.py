@@ -1,4 +1,5 @@
-"""Runtime findings: what was measured, where in the user's code, merged across repetitions."""
+"""Runtime findings: the static checker's `Finding` (code, message, file, location) plus what was
+measured, as scalar evidence and a short table; a bug that repeats every step is reported once."""
 
 from __future__ import annotations
 
@@ -6,7 +7,12 @@ import os
 import sys
 import sysconfig
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from types import FrameType
+from typing import Any, Iterator, Optional, Sequence
+
+from accumlint.model import Finding, Location
+from accumlint.registry import RULES
+from accumlint.runtime.messages import render
 
 # Frames from these trees are never "the user's line": torch itself, this checker, the stdlib.
 _OWN_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -18,8 +24,9 @@ def _skip_prefixes() -> tuple[str, ...]:
     if not _SKIP_PREFIXES:
         prefixes = [os.path.join(_OWN_DIR, "runtime") + os.sep, os.path.join(_OWN_DIR, "run.py")]
         torch_mod = sys.modules.get("torch")
-        if torch_mod is not None and getattr(torch_mod, "__file__", None):
-            prefixes.append(os.path.dirname(os.path.abspath(torch_mod.__file__)) + os.sep)
+        torch_file = getattr(torch_mod, "__file__", None)
+        if torch_file:
+            prefixes.append(os.path.dirname(os.path.abspath(torch_file)) + os.sep)
         for key in ("stdlib", "platstdlib"):
             path = sysconfig.get_paths().get(key)
             if path:
@@ -37,9 +44,9 @@ def is_user_file(filename: str) -> bool:
     return not path.startswith(_skip_prefixes())
 
 
-def user_frames(start=None):
+def user_frames(start: Optional[FrameType] = None) -> Iterator[FrameType]:
     """Yield the user's frames, innermost first."""
-    frame = start if start is not None else sys._getframe(1)
+    frame: Optional[FrameType] = start if start is not None else sys._getframe(1)
     while frame is not None:
         if is_user_file(frame.f_code.co_filename):
             yield frame
@@ -58,43 +65,56 @@ class Site:
             return cls(frame.f_code.co_filename, frame.f_lineno or 1)
         return cls("<unknown>", 1)
 
+    @classmethod
+    def of_frame(cls, frame: FrameType) -> "Site":
+        return cls(frame.f_code.co_filename, frame.f_lineno or 1)
+
+
+@dataclass
+class Table:
+    """What was measured, row by row (a window, a step, a backward pass)."""
+
+    columns: tuple[str, ...]
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"columns": list(self.columns), "rows": [list(r) for r in self.rows]}
+
 
 @dataclass
 class RuntimeFinding:
-    code: str
-    message: str
-    site: Site
+    finding: Finding
+    kind: str
     evidence: dict[str, Any] = field(default_factory=dict)
+    table: Optional[Table] = None
     count: int = 1
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "code": self.code,
-            "message": self.message,
-            "filename": self.site.filename,
-            "location": {"row": self.site.row, "column": self.site.column},
-            "end_location": {"row": self.site.row, "column": self.site.column},
-            "fix": None,
-            "url": None,
-            "evidence": dict(self.evidence, occurrences=self.count),
-        }
+    @property
+    def code(self) -> str:
+        return self.finding.code
 
 
 class Findings:
-    """Findings keyed by (code, place, kind): a bug that repeats every step is reported once."""
+    """Findings keyed by (kind, place, key): the first occurrence's numbers are kept, later
+    ones only counted, except where the watcher replaces the table with a longer one."""
 
     def __init__(self) -> None:
-        self._by_key: dict[tuple, RuntimeFinding] = {}
+        self._by_key: dict[tuple[str, str, int, str], RuntimeFinding] = {}
 
-    def add(self, code: str, message: str, site: Optional[Site] = None,
-            kind: str = "", **evidence: Any) -> RuntimeFinding:
+    def add(self, kind: str, site: Optional[Site], *, say: Optional[dict[str, Any]] = None,
+            table: Optional[Table] = None, key: str = "", **evidence: Any) -> RuntimeFinding:
         site = site or Site("<unknown>", 1)
-        key = (code, site.filename, site.row, kind)
-        found = self._by_key.get(key)
-        if found is None:
-            found = self._by_key[key] = RuntimeFinding(code, message, site, evidence)
-        else:
+        ident = (kind, site.filename, site.row, key)
+        found = self._by_key.get(ident)
+        if found is not None:
             found.count += 1
+            return found
+        code, message = render(kind, **{**evidence, **(say or {})})
+        info = RULES.get(code)
+        where = Location(site.row, site.column)
+        finding = Finding(code, message, site.filename, where, where, None,
+                          info.url if info else None)
+        found = self._by_key[ident] = RuntimeFinding(finding, kind, evidence, table)
         return found
 
     def has(self, code: str) -> bool:
@@ -102,7 +122,15 @@ class Findings:
 
     def all(self) -> list[RuntimeFinding]:
         return sorted(self._by_key.values(),
-                      key=lambda f: (f.site.filename, f.site.row, f.code))
+                      key=lambda f: (f.finding.filename, f.finding.location.row, f.code))
 
     def __len__(self) -> int:
         return len(self._by_key)
+
+
+def shorten(values: Sequence[Any], keep: int = 8) -> list[Any]:
+    """The first values of a long series and its last one: tables stay short."""
+    values = list(values)
+    if len(values) <= keep:
+        return values
+    return values[: keep - 1] + [values[-1]]

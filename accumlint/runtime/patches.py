@@ -47,6 +47,7 @@ class Installation:
         self._wrap_clips()
         self._wrap_schedulers()
         self._wrap_dataloader()
+        self._wrap_ddp()
         return self
 
     def uninstall(self) -> None:
@@ -87,7 +88,6 @@ class Installation:
                     result = original(tensors, grad_tensors, retain_graph, create_graph,
                                       grad_variables, inputs)
                 except RuntimeError as error:
-                    mon.current = None
                     hint = mon.backward_failed(info, error)
                     if hint:
                         raise RuntimeError(str(error) + hint) from error
@@ -127,7 +127,7 @@ class Installation:
         def make_scale(original):
             def scale(scaler, outputs):
                 result = original(scaler, outputs)
-                mon.scaled(scaler, result)
+                mon.amp.scaled(scaler, result)
                 return result
             return scale
 
@@ -136,11 +136,11 @@ class Installation:
                 try:
                     result = original(scaler, optimizer)
                 except RuntimeError as error:
-                    hint = mon.unscale_failed(error)
+                    hint = mon.amp.unscale_failed(error)
                     if hint:
                         raise RuntimeError(str(error) + hint) from error
                     raise
-                mon.unscaled(scaler, optimizer)
+                mon.amp.unscaled(scaler, optimizer)
                 return result
             return unscale_
 
@@ -160,11 +160,11 @@ class Installation:
                 try:
                     result = original(scaler, *args, **kwargs)
                 except (RuntimeError, AssertionError) as error:  # 2.13 raises AssertionError here
-                    hint = mon.update_failed(error)
+                    hint = mon.amp.update_failed(error)
                     if hint:
                         raise type(error)(str(error) + hint) from error
                     raise
-                mon.updated(scaler)
+                mon.amp.updated(scaler)
                 return result
             return update
         self._replace(cls, "scale", make_scale)
@@ -185,7 +185,7 @@ class Installation:
                     params = parameters
                 else:
                     params = [parameters]
-                mon.clipping(params, f"{name}()")
+                mon.amp.clipping(params, f"{name}()")
                 depth["clip"] += 1
                 try:
                     return original(parameters, *args, **kwargs)
@@ -196,7 +196,7 @@ class Installation:
         for module in (torch.nn.utils, clip_grad):
             for name in _CLIP_NAMES:
                 if hasattr(module, name):
-                    self._replace(module, name, lambda orig, name=name: make(orig, name))
+                    self._replace(module, name, functools.partial(make, name=name))
 
     def _wrap_schedulers(self) -> None:
         mon, depth = self.monitor, self._depth
@@ -211,7 +211,7 @@ class Installation:
                     return original(sched, *args, **kwargs)
                 finally:
                     depth["scheduler"] -= 1
-                    mon.scheduler_stepped(sched)
+                    mon.schedule.scheduler_stepped(sched)
             return step
 
         def make_init(original):
@@ -245,3 +245,48 @@ class Installation:
                 return batch
             return __next__
         self._replace(cls, "__next__", make)
+
+    def _wrap_ddp(self) -> None:
+        """Count DDP's all-reduces with a communication hook. Ours is registered at the model's
+        first forward unless the script registered its own, which is then wrapped instead (a
+        model takes one hook only)."""
+        if not torch.distributed.is_available():
+            return
+        from torch.distributed.algorithms.ddp_comm_hooks.default_hooks import allreduce_hook
+        from torch.nn.parallel import DistributedDataParallel as DDP
+
+        sync = self.monitor.sync
+        hooked: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+        def counting(hook: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+            # No annotations: DDP rejects a hook whose `bucket` is annotated as anything but
+            # GradBucket, and string annotations count as such.
+            def counted_hook(state, bucket):  # type: ignore[no-untyped-def]
+                sync.all_reduced()
+                return hook(state, bucket)
+            return counted_hook
+
+        def make_register(original):
+            def register_comm_hook(model, state, hook):
+                hooked.add(model)
+                sync.ddp_models += 1
+                return original(model, state, counting(hook))
+            return register_comm_hook
+
+        def make_builtin(original):
+            def register_builtin_comm_hook(model, comm_hook_type):
+                hooked.add(model)  # a C++ hook: not counted
+                return original(model, comm_hook_type)
+            return register_builtin_comm_hook
+
+        def make_forward(original):
+            def forward(model, *args, **kwargs):
+                if model not in hooked:
+                    hooked.add(model)
+                    if getattr(model, "process_group", None) is not None:
+                        DDP.register_comm_hook(model, None, allreduce_hook)
+                return original(model, *args, **kwargs)
+            return forward
+        self._replace(DDP, "register_comm_hook", make_register)
+        self._replace(DDP, "_register_builtin_comm_hook", make_builtin)
+        self._replace(DDP, "forward", make_forward)

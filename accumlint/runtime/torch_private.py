@@ -42,7 +42,8 @@ def sequence_nr(node: Any) -> int:
 def current_sequence_nr() -> int:
     """The sequence number the next node would get, read off a throwaway node."""
     with torch.enable_grad():
-        return torch.empty(0, requires_grad=True).view(0).grad_fn._sequence_nr()
+        node: Any = torch.empty(0, requires_grad=True).view(0).grad_fn
+        return int(node._sequence_nr())
 
 
 def loss_count(node: Any) -> tuple[Any, bool]:
@@ -109,3 +110,38 @@ def saved_bytes(root_node: Any, cap: int = 20_000) -> int:
                     total += storage.nbytes()
         stack.extend(child for child, _ in getattr(node, "next_functions", ()))
     return total
+
+
+def loss_units(node: Any) -> Optional[tuple[str, int]]:
+    """("mean" or "sum", how many terms) for a loss node whose reduction is known, else None.
+
+    Read before backward frees the saved tensors. A class-weighted nll loss is a weighted mean
+    whose unit is not a count: None."""
+    name = node_name(node)
+    if name.startswith("MeanBackward0"):
+        return "mean", int(node._saved_self_sym_numel)
+    if name.startswith("SumBackward0"):
+        sizes = node._saved_self_sym_sizes
+        count = 1
+        for size in sizes:
+            count *= int(size)
+        return "sum", count
+    reduction = getattr(node, "_saved_reduction", None)
+    if reduction not in (_MEAN, _SUM):
+        return None
+    kind = "mean" if reduction == _MEAN else "sum"
+    if name.startswith("NllLoss"):
+        if getattr(node, "_saved_weight", None) is not None:
+            return None
+        ignore = int(node._saved_ignore_index)
+        if ignore >= 1 << 63:
+            ignore -= _UINT64
+        return kind, int((node._saved_target != ignore).sum())
+    saved = getattr(node, "_saved_self", None)
+    if isinstance(saved, torch.Tensor):
+        return kind, saved.numel()
+    return None
+
+
+def is_batch_norm(node: Any) -> bool:
+    return "BatchNorm" in node_name(node)
