@@ -10,6 +10,7 @@ import pytest
 
 from accumlint.engine import check_source, fix_source
 from accumlint.registry import RULES
+from accumlint.registry import RUNTIME_ONLY as RUNTIME_ONLY_RULES
 
 RULES_DIR = Path(__file__).resolve().parent.parent / "rules"
 
@@ -59,8 +60,12 @@ class Page:
 
 
 CODES = sorted(RULES)
-FIXABLE = [c for c in CODES if RULES[c].fix is not None]
-UNSAFE = [c for c in CODES if RULES[c].fix == "unsafe"]
+# A runtime-only rule's examples are honoured by tests/runtime/test_runtime_only_pages.py under
+# `accumlint run --verify`; here the static checker must be silent on both.
+RUNTIME_ONLY = sorted(info.code for info in RUNTIME_ONLY_RULES)
+STATIC = [c for c in CODES if c not in RUNTIME_ONLY]
+FIXABLE = [c for c in STATIC if RULES[c].fix is not None]
+UNSAFE = [c for c in STATIC if RULES[c].fix == "unsafe"]
 
 
 def _codes(result) -> list[str]:
@@ -98,7 +103,7 @@ def test_examples_are_valid_python(code):
     assert page.bad != page.fixed
 
 
-@pytest.mark.parametrize("code", CODES)
+@pytest.mark.parametrize("code", STATIC)
 def test_bad_example_reported_with_its_code_only(code):
     page = Page(code)
     result = check_source(page.bad, f"{code}-bad.py")
@@ -145,7 +150,14 @@ def test_unsafe_fix_needs_opt_in(code):
     assert code in _codes(result), "the finding must still be reported when its fix is withheld"
 
 
-@pytest.mark.parametrize("code", [c for c in CODES if RULES[c].fix is None])
+@pytest.mark.parametrize("code", RUNTIME_ONLY)
+def test_static_checker_is_silent_on_runtime_only_examples(code):
+    page = Page(code)
+    assert _codes(check_source(page.bad, f"{code}-bad.py")) == []
+    assert _codes(check_source(page.fixed, f"{code}-fixed.py")) == []
+
+
+@pytest.mark.parametrize("code", [c for c in STATIC if RULES[c].fix is None])
 def test_report_only_rule_offers_no_fix(code):
     page = Page(code)
     result = check_source(page.bad, f"{code}-bad.py")
