@@ -1,6 +1,7 @@
 """Control: DistributedDataParallel (gloo, CPU) with no_sync() on the non-final micro-steps and
 a divided loss. Run with `torchrun --nproc_per_node 2 -m accumlint.run ddp_no_sync.py`, or
-with ACC_DDP_BUGGY=1 to drop the division (then ACC001 is expected). No finding otherwise."""
+with ACC_DDP_BUGGY=1 to drop the division (then ACC001 is expected), or with ACC_DDP_SYNC=1 to drop
+no_sync() (then ACC009 is expected: four all-reduces per window). No finding otherwise."""
 import contextlib
 import os
 
@@ -18,10 +19,11 @@ data = torch.randn(64, 8, generator=torch.Generator().manual_seed(rank))
 labels = (data[:, 0] > 0).long()
 accum_steps = 4
 divide = os.environ.get("ACC_DDP_BUGGY") != "1"
+sync_every_micro_step = os.environ.get("ACC_DDP_SYNC") == "1"
 for i in range(16):
     x, y = data[4 * i:4 * i + 4], labels[4 * i:4 * i + 4]
     final = (i + 1) % accum_steps == 0
-    with contextlib.nullcontext() if final else model.no_sync():
+    with contextlib.nullcontext() if final or sync_every_micro_step else model.no_sync():
         loss = nn.functional.cross_entropy(model(x), y)
         (loss / accum_steps if divide else loss).backward()
     if final:
