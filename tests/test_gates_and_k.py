@@ -142,3 +142,23 @@ def test_a_helper_that_returns_something_else_is_no_gate():
         "return (step + 1) % every == 0", "return step > every"
     ).replace("return (i + 1) % self.k == 0", "return bool(i)")
     assert found(source) == set()
+
+
+SEQUENCE = """
+def train(model, opt, loader, seq_len):
+    for x, y in loader:
+        h = model.init_hidden()
+        for t in range(seq_len):
+            out, h = model.rnn(x[t], {state})
+            loss = crit(out, y[t])
+            loss.backward(retain_graph=True)
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_an_inner_loop_over_time_steps_is_no_window():
+    # The state fed back each time step makes it one sequence, not seq_len micro-batches.
+    assert ("ACC001", 8) not in found(SEQUENCE.format(state="h"))
+    # Without a fed-back state the same shape is nanoGPT's micro-step loop.
+    assert ("ACC001", 8) in found(SEQUENCE.format(state="None"))

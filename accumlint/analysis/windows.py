@@ -231,7 +231,7 @@ def _gate_for(step: Event, loop: Loop, events: list[Event], helpers: Optional[He
         else:
             continue
         size = int_value(k)
-        if size is not None and size <= 1:
+        if size is not None and size <= 1 or _carries_state(inner):
             continue
         if any(e.kind == BACKWARD and inner.contains(e.stmt) for e in events):
             return Window("inner", inner, loop, k, set(), step)
@@ -259,6 +259,21 @@ def _counter_gate(gate: ast.If, loop: Loop) -> Optional[GateTest]:
         elif definition.kind == "assign" and int_value(definition.value) == 0 and definition.stmt.within(gate, "body"):
             reset = True
     return GateTest(k, counter, True, False) if counted and reset else None
+
+
+def _carries_state(loop: Loop) -> bool:
+    """`out, h = rnn(x[t], h)`: each iteration feeds a call with what the previous one made, so
+    the loop walks the time steps of one sequence; its backward passes add up one sequence's
+    loss, they are no micro-steps of a window."""
+    scope = loop.scope
+    for name in {d.name for ds in scope.defs.values() for d in ds if loop.contains(d.stmt)}:
+        for definition in scope.definitions(name):
+            value = definition.value
+            if not loop.contains(definition.stmt) or definition.kind not in {"assign", "unpack"}:
+                continue
+            if isinstance(value, ast.Call) and any(name in names_in(arg) for arg in (*value.args, *(kw.value for kw in value.keywords))):
+                return True
+    return False
 
 
 def _continue_gates(loop: Loop, scope: Scope) -> list[tuple[Stmt, GateTest]]:
