@@ -21,6 +21,12 @@ _BACKWARD: dict[Role, Framework] = {role: spec.framework for spec in SPECS for r
 SELF_UNSCALING_ROLES: frozenset[Role] = frozenset(r for spec in SPECS for r in spec.self_unscaling_clip_roles)
 SELF_UNSCALING_METHODS: frozenset[str] = frozenset(m for spec in SPECS for m in spec.self_unscaling_clip_methods)
 SYNC_CONTROLS: frozenset[str] = frozenset(name for spec in SPECS for name in spec.sync_controls)
+# Who zeroes the gradients without a visible `zero_grad`: an object whose `step()` does it, a
+# framework that does it around the backward it runs.
+ZEROING_STEP_ROLES: frozenset[Role] = frozenset(r for spec in SPECS for r in spec.zeroing_step_roles)
+ZEROING_FRAMEWORKS: frozenset[Framework] = frozenset(f for spec in SPECS for f in spec.zeroing_frameworks)
+# Calls that return an optimizer that already exists (so assigning one in a loop re-creates nothing).
+OPTIMIZER_GETTERS: frozenset[str] = frozenset(name for spec in SPECS for name in spec.optimizer_getters)
 
 
 def constructed_role(class_name: str) -> Optional[Role]:
@@ -35,5 +41,6 @@ def backward_framework(role: Optional[Role]) -> Optional[Framework]:
 
 __all__ = [
     "Framework", "FrameworkSpec", "Role", "SPECS", "SELF_UNSCALING_ROLES", "SELF_UNSCALING_METHODS",
-    "SYNC_CONTROLS", "backward_framework", "constructed_role",
+    "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework",
+    "constructed_role",
 ]

@@ -1,5 +1,6 @@
 """DeepSpeed: the engine's `backward` divides the loss by the configured accumulation steps, its
-`step` applies once per window, and it clips and unscales by itself."""
+`step` applies once per window and zeroes the gradients after it, and it clips and unscales by
+itself."""
 
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
@@ -10,4 +11,6 @@ SPEC = FrameworkSpec(
     Framework.DEEPSPEED,
     backward_roles=frozenset({Role.ENGINE}),
     self_unscaling_clip_roles=frozenset({Role.ENGINE}),
+    zeroing_step_roles=frozenset({Role.ENGINE}),
+    zeroing_frameworks=frozenset({Framework.DEEPSPEED}),
 )

@@ -40,3 +40,6 @@ class FrameworkSpec:
     self_unscaling_clip_roles: frozenset[Role] = frozenset()  # `<role>.clip_grad_norm_()` unscales first
     self_unscaling_clip_methods: frozenset[str] = frozenset()  # `self.clip_gradients(...)` likewise
     sync_controls: frozenset[str] = frozenset()  # names that switch gradient sync off for a micro-step
+    zeroing_step_roles: frozenset[Role] = frozenset()  # `<role>.step()` zeroes the gradients itself
+    zeroing_frameworks: frozenset[Framework] = frozenset()  # whoever runs this backward zeroes the gradients too
+    optimizer_getters: frozenset[str] = frozenset()  # `self.optimizers()` hands back the optimizer it already has

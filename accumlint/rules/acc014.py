@@ -1,0 +1,369 @@
+"""ACC014 gradients-never-cleared: backward and the optimizer step run in a loop, but nothing in the
+loop, its callees or its step block ever zeroes the gradients."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from accumlint import frameworks
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
+from accumlint.analysis.exprs import dotted, int_value, is_string, last_part, method_of, names_in, positional
+from accumlint.analysis.facts import ScopeFacts
+from accumlint.model import Fix, Violation
+from accumlint.rules.edits import insert_after
+from accumlint.rules.meta import FixSafety
+
+if TYPE_CHECKING:
+    from accumlint.analysis.calls import AnalysedModule
+
+CODE = "ACC014"
+NAME = "gradients-never-cleared"
+SUMMARY = "backward and the optimizer step run in a loop that never zeroes the gradients"
+FIX: FixSafety = "sometimes"
+
+_MAX_CALL_DEPTH = 6
+# A function or method whose name says it clears gradients, when the code of it is not in sight.
+_CLEARING_WORDS = ("zero", "clear", "reset", "none", "free", "empty", "drop")
+
+
+def _grad_name(name: Optional[str]) -> bool:
+    """`p.grad`, `p.grad.data`, `param.grad.data.x`: the gradient of a tensor, or part of it."""
+    if not name:
+        return False
+    parts = name.split(".")
+    return "grad" in parts[1:]
+
+
+def _clearing_name(name: str) -> bool:
+    lowered = last_part(name).lower()
+    return "grad" in lowered and any(word in lowered for word in _CLEARING_WORDS)
+
+
+def _grad_target(target: ast.AST) -> bool:
+    """An assignment or deletion target that writes a `.grad` (`p.grad[...] = 0` included)."""
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return any(_grad_target(element) for element in target.elts)
+    current: ast.AST = target
+    while isinstance(current, ast.Attribute):
+        if current.attr == "grad":
+            return True
+        current = current.value
+        while isinstance(current, (ast.Subscript, ast.Call)):
+            current = current.value if isinstance(current, ast.Subscript) else current.func
+    return False
+
+
+def _stmt_writes_grad(stmt: Stmt) -> bool:
+    node = stmt.node
+    if isinstance(node, ast.Assign):
+        return any(_grad_target(t) for t in node.targets)
+    if isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+        return _grad_target(node.target)
+    if isinstance(node, ast.Delete):
+        return any(_grad_target(t) for t in node.targets)
+    return False
+
+
+def _call_clears(call: ast.Call) -> bool:
+    """`p.grad.zero_()`, `p.grad.data.fill_(0)`, `setattr(p, "grad", None)`, `clear_grads(model)`."""
+    receiver, method = method_of(call)
+    if method is None:
+        return False
+    if receiver is not None and method.endswith("_") and _grad_target(receiver):
+        return True
+    if receiver is None and method == "setattr":
+        attribute = positional(call, 1)
+        return is_string(attribute) and getattr(attribute, "value", None) == "grad"
+    return _clearing_name(method)
+
+
+def _header_exprs(node: ast.AST) -> list[ast.AST]:
+    """What a statement itself evaluates: a compound statement's header, a simple statement whole."""
+    if isinstance(node, (ast.If, ast.While)):
+        return [node.test]
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.iter]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in node.items]
+    if isinstance(node, ast.Match):
+        return [node.subject]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
+        return []
+    return [node]
+
+
+def _reads_grad(stmts: list[Stmt]) -> bool:
+    """Some statement reads a `.grad` (comprehensions and generator expressions included)."""
+    for stmt in stmts:
+        if not stmt.is_statement:
+            continue
+        for expr in _header_exprs(stmt.node):
+            if any(_grad_name(name) for name in names_in(expr)):
+                return True
+    return False
+
+
+@dataclass
+class _Reach:
+    """What a loop reaches through the functions it calls."""
+
+    clears: bool = False  # some zeroing, `.grad` write or unknown clearing helper
+    reads_grad: bool = False  # some `.grad` read
+    steps: list[Event] = field(default_factory=list)  # steps performed inside the callees
+    unknown: bool = False  # a call into the project that could not be followed
+    recreates: bool = False  # a callee builds the optimizer it steps
+
+
+def _scope_clears(scope: Scope, stmts: list[Stmt], events: list[Event], calls: list[ast.Call]) -> bool:
+    if any(e.kind == ZERO for e in events):
+        return True
+    if any(_stmt_writes_grad(s) for s in stmts):
+        return True
+    inside = {id(s) for s in stmts}
+    for name, definitions in scope.defs.items():
+        if _grad_name(name) and any(id(d.stmt) in inside for d in definitions):
+            return True
+    return any(_call_clears(call) for call in calls)
+
+
+def _step_has_arguments(event: Event) -> bool:
+    """`step(closure)` (LBFGS, SAM), `opt.step(context_id)` (distributed autograd), a scaler's step
+    with a closure: gradients that the call itself computes or keeps apart."""
+    call = event.call
+    if call is None:
+        return False
+    allowed = 1 if event.scaler is not None else 0
+    return len(call.args) > allowed or bool(call.keywords)
+
+
+def _zeroing_step(event: Event, facts_roles) -> bool:
+    name = event.receiver
+    return name is not None and facts_roles.role(name) in frameworks.ZEROING_STEP_ROLES
+
+
+def _follow(module: AnalysedModule, call: ast.Call, scope: Scope, reach: _Reach, seen: set[int], depth: int) -> None:
+    """Add what a called function does (and what it calls, further down) to `reach`."""
+    callee = module.resolver.resolve(call, scope)
+    if callee is None:
+        if module.resolver.points_into_project(call):
+            reach.unknown = True
+        return
+    inner = callee.scope
+    if id(inner) in seen or depth > _MAX_CALL_DEPTH:
+        return
+    seen.add(id(inner))
+    owner = callee.module
+    direct = owner.direct.get(id(inner), [])
+    calls = [site.call for site in inner.calls]
+    if _scope_clears(inner, inner.stmts, direct, calls):
+        reach.clears = True
+    if _reads_grad(inner.stmts):
+        reach.reads_grad = True
+    for event in direct:
+        if event.kind != STEP:
+            continue
+        reach.steps.append(event)
+        if _step_has_arguments(event) or _zeroing_step(event, owner.roles):
+            reach.clears = True
+        name = event.optimizer or event.receiver
+        if name and any(d.kind != "param" for d in inner.definitions(name)):
+            reach.recreates = True
+    if any(e.kind == BACKWARD and e.framework in frameworks.ZEROING_FRAMEWORKS for e in direct):
+        reach.clears = True
+    for site in inner.calls:
+        _follow(owner, site.call, inner, reach, seen, depth + 1)
+
+
+def _training_loop(step: Event, backwards: list[Event]) -> Optional[Loop]:
+    """The innermost loop that holds both this step and a backward pass."""
+    for loop in reversed(step.stmt.loops):
+        if any(loop.contains(b.stmt) for b in backwards):
+            return loop
+    return None
+
+
+def _runs_once(loop: Loop, stmts: list[Stmt]) -> bool:
+    """`for _ in range(1)`, a body that ends in an unconditional `break` or `return`: a loop in form
+    only."""
+    body = getattr(loop.node, "body", None)
+    if not loop.implicit and any(s.block is body and isinstance(s.node, (ast.Break, ast.Return, ast.Raise)) for s in stmts):
+        return True
+    iterable = loop.iter_expr
+    if isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1:
+        count = int_value(iterable.args[0])
+        return count is not None and count <= 1
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        return len(iterable.elts) <= 1
+    return False
+
+
+def _fresh(definition) -> bool:
+    """A definition that may bind a different object: anything but another name for the same one
+    (`opt = self.opt`) or a getter of an optimizer that already exists (`self.optimizers()`)."""
+    value = definition.value
+    if definition.kind != "assign":
+        return True
+    if isinstance(value, (ast.Name, ast.Attribute)):
+        return False
+    if isinstance(value, ast.Call) and last_part(dotted(value.func)) in frameworks.OPTIMIZER_GETTERS:
+        return False
+    return True
+
+
+def _defined_in(name: str, scope: Scope, loop: Loop) -> bool:
+    return any(loop.contains(d.stmt) and _fresh(d) for d in scope.definitions(name))
+
+
+def _built_on(value: ast.expr) -> set[str]:
+    """What an optimizer was built from: `SGD(model.parameters())` -> model, `make_opt(net)` -> net."""
+    names: set[str] = set()
+    if not isinstance(value, ast.Call):
+        return names
+    first = positional(value, 0)
+    if first is not None:
+        names |= {n for n in names_in(first) if n.count(".") <= 1}
+    for name in names_in(value):
+        for suffix in (".parameters", ".named_parameters"):
+            if name.endswith(suffix):
+                names.add(name[: -len(suffix)])
+    return names
+
+
+def _recreated(step: Event, scope: Scope, loop: Loop) -> bool:
+    """The optimizer, or the model whose parameters it was built on, is made anew in the loop."""
+    name = step.optimizer or step.receiver
+    if name is None:
+        return False
+    if _defined_in(name, scope, loop) or _defined_in(name.split(".")[0], scope, loop):
+        return True
+    current: Optional[Scope] = scope
+    while current is not None:
+        for definition in current.definitions(name):
+            if definition.value is not None:
+                for used in _built_on(definition.value):
+                    if _defined_in(used, scope, loop) or _defined_in(used.split(".")[0], scope, loop):
+                        return True
+        current = current.parent
+    return False
+
+
+def _clears_anywhere(facts: ModuleFacts) -> bool:
+    """Some zeroing anywhere in the module (a framework hook may run it: precision first)."""
+    for scope in facts.collected.scopes:
+        direct = facts.analysed.direct.get(id(scope), [])
+        if _scope_clears(scope, scope.stmts, direct, [site.call for site in scope.calls]):
+            return True
+    return False
+
+
+def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[Event]) -> Iterator[Violation]:
+    scope = sf.scope
+    in_loop = [e for e in sf.events if loop.contains(e.stmt)]
+    stmts = [s for s in scope.stmts if loop.contains(s)]
+    calls = [site for site in scope.calls if loop.contains(site.stmt)]
+    direct = [e for e in in_loop if e.helper is None]
+    if _runs_once(loop, stmts):
+        return
+    if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
+        return
+    if any(e.kind == ZERO for e in in_loop):
+        return
+    if any(e.kind == BACKWARD and e.framework in frameworks.ZEROING_FRAMEWORKS for e in in_loop):
+        return
+    if loop.implicit and _clears_anywhere(facts):
+        return
+    for step in steps:
+        if step.helper is None and (
+            _step_has_arguments(step) or _zeroing_step(step, facts.roles) or _recreated(step, scope, loop)
+        ):
+            return
+    reach = _Reach()
+    seen: set[int] = {id(scope)}
+    for site in calls:
+        _follow(facts.analysed, site.call, scope, reach, seen, 0)
+    if reach.clears or reach.unknown or reach.recreates:
+        return
+    first_step = min(s.order for s in steps)
+    read_after = False  # a function called after the step reads `.grad`
+    for site in calls:
+        if site.stmt.order > first_step and not read_after:
+            later = _Reach()
+            _follow(facts.analysed, site.call, scope, later, {id(scope)}, 0)
+            read_after = later.reads_grad
+
+    zeroed_before = any(e.kind == ZERO and e.order < loop.first_order and not loop.contains(e.stmt) for e in sf.events)
+    fix = _fixes(facts, sf, loop, steps, reach, read_after)
+    for step in steps:
+        message = _message(step, zeroed_before, _optimizer_of(step))
+        yield Violation(CODE, message, (step.call or step.stmt.node), fix.get(id(step)))
+
+
+def _optimizer_of(step: Event) -> Optional[str]:
+    return step.optimizer if step.optimizer else None
+
+
+def _fixes(
+    facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[Event], reach: _Reach, read_after: bool
+) -> dict[int, Fix]:
+    """`<optimizer>.zero_grad()` after every step of the loop, or no fix at all: one optimizer, every
+    step in sight, nothing reading `.grad` after the step."""
+    if reach.steps or read_after or any(s.helper is not None for s in steps):
+        return {}
+    names = {_optimizer_of(s) for s in steps}
+    if len(names) != 1 or None in names:
+        return {}
+    name = names.pop()
+    assert name is not None
+    first = min(s.order for s in steps)
+    if _reads_grad([s for s in sf.scope.stmts if loop.contains(s) and s.order > first]):
+        return {}
+    fixes: dict[int, Fix] = {}
+    for step in steps:
+        stmt = step.stmt
+        if not stmt.is_statement or stmt.node is None:
+            return {}
+        edit = insert_after(facts.source, stmt.node, [f"{name}.zero_grad()"])
+        if edit is None:
+            return {}
+        fixes[id(step)] = Fix(f"Zero the gradients right after the step: `{name}.zero_grad()`", "safe", (edit,))
+    return fixes
+
+
+def _message(step: Event, zeroed_before: bool, optimizer: Optional[str]) -> str:
+    if step.helper is not None:
+        what = f"`{step.helper}()` runs the optimizer step every iteration of this loop, after backward"
+    else:
+        called = dotted(step.call.func) if step.call is not None else None
+        what = f"`{called or 'optimizer.step'}()` runs after backward every iteration of this loop"
+    when = (
+        "the gradients are zeroed before the loop, never between its steps"
+        if zeroed_before
+        else "nothing in the loop, the functions it calls or its step block zeroes the gradients"
+    )
+    return (
+        f"{what}, but {when}: every update applies the sum of all earlier gradients, a window that "
+        f"is never reset (add `{optimizer or 'optimizer'}.zero_grad()` after the step)"
+    )
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    for sf in facts.scopes:
+        backwards = [e for e in sf.events if e.kind == BACKWARD]
+        if not backwards:
+            continue
+        groups: dict[int, tuple[Loop, list[Event]]] = {}
+        for event in sf.events:
+            if event.kind != STEP:
+                continue
+            loop = _training_loop(event, backwards)
+            if loop is None:
+                continue
+            groups.setdefault(id(loop), (loop, []))[1].append(event)
+        for loop, steps in groups.values():
+            yield from _loop_findings(facts, sf, loop, steps)
