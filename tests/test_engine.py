@@ -42,7 +42,8 @@ for i, (a, b) in enumerate(dl):
 def test_positions_are_the_reported_nodes_spans():
     findings = engine.check_source(TRICKY, "t.py").findings
     assert {(f.code, f.location.row) for f in findings} == {
-        ("ACC001", 12), ("ACC005", 13), ("ACC002", 22), ("ACC001", 28), ("ACC005", 29),
+        ("ACC001", 12), ("ACC005", 13), ("ACC002", 22), ("ACC014", 24), ("ACC001", 28), ("ACC005", 29),
+        ("ACC014", 30),
     }
     spans = {(f.code, f.location.row): (f.location.column, f.end_location.row, f.end_location.column) for f in findings}
     assert spans[("ACC001", 12)] == (9, 12, 24)  # `loss.backward()`, first to last character

@@ -55,6 +55,7 @@ CLEAN = {
         total_loss = 0.0
         for batch, i in enumerate(range(0, n, bptt)):
             hidden = repackage_hidden(hidden)
+            model.zero_grad()
             output, hidden = model(data, hidden)
             loss = criterion(output, targets)
             loss.backward()
@@ -116,11 +117,13 @@ def test_multiplying_by_reciprocal_of_k_still_counts_as_a_division():
                 loss = model(**b).loss * (1 / k)
                 acc.backward(loss)
                 opt.step()
+                opt.zero_grad()
     """) == {("ACC010", 6)}
 
 
 def test_scheduler_before_the_continue_gate_is_still_reported():
     assert codes("""
+        sched = get_linear_schedule_with_warmup(opt, 0, len(loader) // k)
         for i, (x, y) in enumerate(loader):
             need_update = i == last or (i + 1) % k == 0
             (model(x, y) / k).backward()
@@ -128,7 +131,7 @@ def test_scheduler_before_the_continue_gate_is_still_reported():
             if need_update:
                 opt.step()
                 opt.zero_grad()
-    """) == {("ACC008", 5)}
+    """) == {("ACC008", 6)}
 
 
 def test_k_bound_to_four_is_still_accumulation():
