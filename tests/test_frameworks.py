@@ -133,6 +133,7 @@ case("accelerate_default_zero_grad_every_step", """\
 
 case("accelerate_default_scheduler_every_step", """\
     accelerator = Accelerator()
+    lr_scheduler = get_linear_schedule_with_warmup(optimizer, 0, len(train_dataloader) // args.gradient_accumulation_steps)
     model, optimizer, train_dataloader, lr_scheduler = accelerator.prepare(model, optimizer, train_dataloader, lr_scheduler)
     for step, batch in enumerate(train_dataloader):
         loss = model(**batch).loss / args.gradient_accumulation_steps
@@ -279,7 +280,7 @@ case("lightning_manual_scheduler_every_step", """\
             if (batch_idx + 1) % 4 == 0 or self.trainer.is_last_batch:
                 opt.step()
                 opt.zero_grad()
-            sch.step()  # <ACC008
+            sch.step()  # schedule length not in sight (configure_optimizers): silent, DESIGN.md ACC008
 """)
 
 # --- DDP -------------------------------------------------------------------------------------
@@ -402,13 +403,15 @@ case("fabric_no_backward_sync_clean", """\
 # --- retain_graph ----------------------------------------------------------------------------
 
 # Seed 003's correct form: two losses of one forward; the first backward must keep the graph.
-case("two_losses_first_retains_clean", """\
+# DESIGN.md ACC006: nothing reads the gradients between the two passes, so one backward of the
+# summed losses gives the same gradients.
+case("two_losses_first_retains_summable", """\
     for x, y in loader:
         features = backbone(x)
         cls_loss = criterion(head_a(features), y)
         aux_loss = aux_criterion(head_b(features), y)
         optimizer.zero_grad()
-        cls_loss.backward(retain_graph=True)
+        cls_loss.backward(retain_graph=True)  # <ACC006
         aux_loss.backward()
         optimizer.step()
 """)

@@ -403,11 +403,27 @@ ACC005_MARKED_GATES = {
 }
 
 
+def _bind_loader(source: str, context: str, n: Names) -> str:
+    """Bind the loader to a DataLoader the code shows (ACC005's fix needs a sized iterable)."""
+    binding = f"{n.loader} = torch.utils.data.DataLoader(dataset, batch_size=8)"
+    lines = source.split("\n")
+    if context == "function":
+        at = next(i for i, line in enumerate(lines) if line.startswith("def train("))
+        lines[at] = lines[at].replace(f"({n.loader}, ", "(").replace(f", {n.loader}, ", ", dataset, ")
+        lines.insert(at + 1, "    " + binding)
+    elif context == "method":
+        at = lines.index("        self.cfg = cfg")
+        lines.insert(at + 1, "        " + binding)
+    else:
+        lines.insert(lines.index("import torch") + 2, binding)
+    return "\n".join(lines)
+
+
 def render_acc005(context: str, gate: str, names: str, amp: str = "none") -> str:
     loop = Loop(FWD_SCALED, amp_backward() if amp != "none" else BACKWARD,
                 AMP_STEP if amp != "none" else STEP, end_clause=False, amp=amp)
-    source = render(context, gate, names, loop)
     n = NAMES[names].as_method() if context == "method" else NAMES[names]
+    source = _bind_loader(render(context, gate, names, loop), context, n)
     marked = ACC005_MARKED_GATES[gate].format(k=n.k)
     bare = marked.split("  #")[0]
     assert source.count(bare + "\n") == 1, source
@@ -454,6 +470,7 @@ ACC005_MORE = {
                 optimizer.zero_grad()
     """,
     "range_len": """\
+        batches = list(zip(inputs, targets))
         for i in range(len(batches)):
             x, y = batches[i]
             loss = criterion(model(x), y) / accum
@@ -463,7 +480,8 @@ ACC005_MORE = {
                 optimizer.zero_grad()
     """,
     "dict_batch_hf_style": """\
-        def train(model, optimizer, lr_scheduler, train_dataloader, args):
+        def train(model, optimizer, lr_scheduler, train_dataset, args):
+            train_dataloader = DataLoader(train_dataset, batch_size=args.batch_size, shuffle=True)
             model.train()
             for step, batch in enumerate(train_dataloader):
                 outputs = model(**batch)
@@ -550,7 +568,8 @@ def light_loops() -> dict[str, tuple[str, Loop, bool]]:
         "acc007_set_to_none_after_backward": ("ACC007", Loop(
             FWD_SCALED, BACKWARD + ("{opt}.zero_grad(set_to_none=True)  # <ACC007",), ("{opt}.step()",)), True),
         "acc008_scheduler": ("ACC008", Loop(
-            FWD_SCALED, BACKWARD, STEP, every_after=("{sched}.step()  # <ACC008",)), True),
+            FWD_SCALED, BACKWARD, STEP, every_after=("{sched}.step()  # <ACC008",),
+            setup=("{sched} = torch.optim.lr_scheduler.LinearLR({opt}, total_iters=len({loader}) // {k})",)), True),
         "acc008_scaler_update": ("ACC008", Loop(
             FWD_SCALED, amp_backward(), ("{scaler}.step({opt})", "{opt}.zero_grad()"),
             every_after=("{scaler}.update()  # <ACC008",), amp="cuda_amp"), True),

@@ -173,6 +173,7 @@ def test_retain_graph_on_first_of_two_losses():
             loss_cls = cls_criterion(out, y) / accum_steps
             loss_reg = reg_criterion(out, y) / accum_steps
             loss_cls.backward(retain_graph=True)
+            cls_grad_norm = sum(p.grad.norm() for p in model.parameters())  # read between the passes
             loss_reg.backward()
             if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
                 optimizer.step()

@@ -36,6 +36,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             unscales = [
                 e for e in sf.events
                 if e.kind == UNSCALE and loop.contains(e.stmt) and e.stmt.compatible(clip.stmt)
+                and (e.optimizer is None or step.optimizer is None or e.optimizer == step.optimizer)
             ]
             good = [
                 u for u in unscales
@@ -50,8 +51,16 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 reason = f"comes before `{step.scaler}.unscale_()`: it clips scaled gradients"
             else:
                 reason = f"runs on scaled gradients: `{step.scaler}.unscale_()` is not called before it"
+            # One `unscale_` per optimizer and step: a second one raises. An earlier clip before the
+            # same step carries the insertion, which then precedes this clip too.
+            earlier_clip = any(
+                e.kind == CLIP and e is not clip and not e.self_unscaling and e.order < clip.order
+                and loop.contains(e.stmt) and e.stmt.compatible(clip.stmt)
+                and (window is None or window.in_step_block(e.stmt) == clip_in_block)
+                for e in sf.events
+            )
             fix = None
-            if clip_in_block and step.optimizer and clip.stmt.is_statement:
+            if clip_in_block and step.optimizer and clip.stmt.is_statement and not earlier_clip:
                 insertion = insert_before(facts.source, clip.stmt.node, [f"{step.scaler}.unscale_({step.optimizer})"])
                 edits = [insertion]
                 for u in unscales:

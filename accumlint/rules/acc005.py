@@ -10,9 +10,10 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import STEP
 from accumlint.analysis.collect import FOR_LOOPS
 from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, names_in, positional
+from accumlint.analysis.sized import has_len
 from accumlint.analysis.windows import Window, range_len
 from accumlint.model import Fix, Violation
-from accumlint.rules.edits import OR, operand, replace
+from accumlint.rules.edits import MUL, OR, operand, replace
 from accumlint.rules.meta import FixSafety
 
 CODE = "ACC005"
@@ -75,6 +76,66 @@ def _flushed_after(window: Window, facts_events) -> bool:
     return False
 
 
+def _offset(counter: ast.expr) -> Optional[int]:
+    """`i` -> 0, `i + 1` -> 1."""
+    if isinstance(counter, ast.Name):
+        return 0
+    if isinstance(counter, ast.BinOp) and isinstance(counter.op, ast.Add) and isinstance(counter.left, ast.Name):
+        return int_value(counter.right)
+    return None
+
+
+def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
+    """The gate holds when `counter % k` is 0: `c % k == 0`, `0 == c % k`, `not c % k`."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            sides = (node.left, node.comparators[0])
+            for mod, other in (sides, sides[::-1]):
+                if isinstance(mod, ast.BinOp) and isinstance(mod.op, ast.Mod) and mod.left is counter:
+                    return int_value(other) == 0
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
+            operand_ = node.operand
+            if isinstance(operand_, ast.BinOp) and isinstance(operand_.op, ast.Mod) and operand_.left is counter:
+                return True
+    return False
+
+
+def _off_by_one(window: Window, start: int) -> bool:
+    """`i % k == 0` with `i` counted from 0: the first micro-batch alone makes the first window."""
+    assert window.test is not None and window.gate is not None
+    offset = _offset(window.test.counter)
+    return (
+        window.test.flag is None and offset is not None and start + offset == 0
+        and _fires_at_zero(window.gate.test, window.test.counter)
+    )
+
+
+def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
+    """Something besides the step (gradient sync, step bookkeeping) is decided by the same
+    `counter % k` test: changing the gate would desynchronise them."""
+    assert window.test is not None and window.gate is not None
+    modulo = next(
+        (n for n in ast.walk(window.gate.test) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+         and n.left is window.test.counter),
+        None,
+    )
+    text = facts.source.segment(modulo) if modulo is not None else None
+    step_gates = {id(w.gate) for w in (window, *window.siblings)}  # the AMP and plain paths' own gates
+    for stmt in window.micro_loop.scope.stmts:
+        if not window.micro_loop.contains(stmt) or id(stmt.node) in step_gates or isinstance(stmt.node, FOR_LOOPS):
+            continue
+        node = stmt.node
+        inspected = node.test if isinstance(node, (ast.If, ast.While)) else node
+        for sub in ast.walk(inspected):
+            if text is not None and isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod):
+                if facts.source.segment(sub) == text:
+                    return True
+            if window.test.flag is not None and isinstance(sub, ast.Name) and sub.id == window.test.flag:
+                if isinstance(sub.ctx, ast.Load):
+                    return True
+    return False
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
@@ -91,18 +152,32 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             gate = window.gate
             if gate is None:
                 continue
-            if window.form == "gate" and window.test.flag is None and sized is not None:
+            off_by_one = _off_by_one(window, start)
+            if (
+                window.form == "gate" and window.test.flag is None and sized is not None
+                and has_len(sized, sf.scope, facts.collected) and not _gated_elsewhere(window, facts)
+            ):
                 sized_text = facts.source.segment(sized)
                 end = f"{counter} + 1 == len({sized_text})" if start == 0 else (
                     f"{counter} == len({sized_text})" if start == 1 else f"{counter} - {start - 1} == len({sized_text})"
                 )
-                new_test = f"{operand(facts.source, gate.test, OR)} or {end}"
-                edit = replace(facts.source, gate.test, new_test)
-                fix = Fix(f"Also step when the data ends: `or {end}`", "safe", (edit,))
-            yield Violation(
-                CODE,
-                f"the step is gated on `% {k_text}` with no end-of-data clause: the last "
-                f"batches of each epoch (len % {k_text}) never reach optimizer.step()",
-                gate,
-                fix,
-            )
+                if not off_by_one:
+                    new_test = f"{operand(facts.source, gate.test, OR)} or {end}"
+                    edit = replace(facts.source, gate.test, new_test)
+                    fix = Fix(f"Also step when the data ends: `or {end}`", "safe", (edit,))
+                elif isinstance(gate.test, (ast.Compare, ast.UnaryOp)):  # the whole test is the `% k` check
+                    boundary = f"({counter} + 1) % {operand(facts.source, window.k, MUL + 1)} == 0"
+                    edit = replace(facts.source, gate.test, f"{boundary} or {end}")
+                    fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
+            if off_by_one:
+                message = (
+                    f"the step is gated on `{facts.source.segment(gate.test)}` with `{counter}` counted from 0: it "
+                    f"fires after the first batch alone (a one-batch first window), and the last "
+                    f"(len - 1) % {k_text} batches of each epoch never reach optimizer.step()"
+                )
+            else:
+                message = (
+                    f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
+                    f"the last len % {k_text} batches of each epoch never reach optimizer.step()"
+                )
+            yield Violation(CODE, message, gate, fix)

@@ -1,12 +1,19 @@
-"""ACC006 retain-graph-in-loop: `backward(retain_graph=True)` with no later pass through the graph."""
+"""ACC006 retain-graph-in-loop: `backward(retain_graph=True)` where nothing needs the graph again.
+
+The graph is needed again only by a later backward through it that must see the gradients as they
+stand between the two passes. When no later backward runs, or when nothing between this pass and
+the next one reads or changes the gradients (no `.grad`, no step, zero_grad, clip or unscale, no
+`torch.autograd.grad`), one backward of the summed losses gives the same gradients."""
 
 from __future__ import annotations
 
-from typing import Iterator
+import ast
+from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
-from accumlint.analysis.events import BACKWARD, STEP, retains_graph
+from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import method_of
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import remove_keyword
@@ -14,23 +21,108 @@ from accumlint.rules.meta import FixSafety
 
 CODE = "ACC006"
 NAME = "retain-graph-in-loop"
-SUMMARY = "backward(retain_graph=True) in a loop keeps graphs nobody uses"
+SUMMARY = "backward(retain_graph=True) keeps a graph nothing uses again"
 FIX: FixSafety = "unsafe"
+_GRADIENT_EVENTS = {STEP, ZERO, CLIP, UNSCALE, UPDATE}
 
 
-def _shares_outer_graph(event, inner, sf, facts: ModuleFacts) -> bool:
-    """The backward runs through a graph built outside the inner loop (shared features, a list of
-    losses), not one built fresh in each inner iteration (a micro-step loop)."""
+def _touches_grad(node: ast.AST) -> bool:
+    """Reads or writes `.grad`, or calls something named for gradients (`torch.autograd.grad`,
+    `get_grad_norm`, `log_gradients`, PCGrad's `pc_backward`)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Attribute) and sub.attr in {"grad", "main_grad"}:
+            return True
+        if isinstance(sub, ast.Call):
+            _, method = method_of(sub)
+            name = (method or "").lower()
+            if name == "grad" or "grad" in name.split("_") or "gradient" in name or "grads" in name:
+                return True
+    return False
+
+
+def _callee_touches_grad(facts: ModuleFacts, stmt: Stmt, depth: int = 0) -> bool:
+    """A project function called in the statement reads or changes gradients."""
+    if depth > 2:
+        return False
+    for sub in ast.walk(stmt.node):
+        if not isinstance(sub, ast.Call):
+            continue
+        callee = facts.analysed.resolver.resolve(sub, stmt.scope)
+        if callee is None:
+            continue
+        for inner in callee.scope.stmts:
+            if _touches_grad(_header(inner.node)):
+                return True
+    return False
+
+
+def _header(node: ast.AST) -> ast.AST:
+    """What a statement runs itself: an `if`'s test, not its body (body statements are their own)."""
+    if isinstance(node, (ast.If, ast.While)):
+        return node.test
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return node.iter
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return ast.Pass()
+    return node
+
+
+def _gradients_used(facts: ModuleFacts, events: list[Event], stmts: list[Stmt]) -> bool:
+    ids = {id(s) for s in stmts}
+    if any(e.kind in _GRADIENT_EVENTS and id(e.stmt) in ids for e in events):
+        return True
+    return any(_touches_grad(_header(s.node)) or _callee_touches_grad(facts, s) for s in stmts)
+
+
+def _next_backward(event: Event, events: list[Event], outer: Loop) -> Optional[Event]:
+    later = [
+        e for e in events
+        if e.kind == BACKWARD and e is not event and e.order > event.order and outer.contains(e.stmt)
+        and e.stmt.compatible(event.stmt)
+    ]
+    return min(later, key=lambda e: e.order) if later else None
+
+
+def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
+    """An inner loop that runs this backward once per head or task (no step inside it)."""
+    if len(event.stmt.loops) < 2:
+        return None
+    inner = event.stmt.loops[-1]
+    if any(e.kind == STEP and inner.contains(e.stmt) for e in events):
+        return None  # a micro-step loop: each iteration builds its own graph
+    return inner
+
+
+def _shares_graph(event: Event, inner: Loop, sf) -> bool:
+    """The repeated backward runs through values built before the inner loop (shared features)."""
     for name in backward_ancestry(sf.scope, [event]):
         for definition in sf.scope.definitions(name):
-            if inner.contains(definition.stmt) or not definition.stmt.loops:
-                continue
-            if definition.kind in {"assign", "unpack"} and facts.flow._definition_carries(definition, 0):
-                return True
-            if definition.kind == "for" and definition.stmt.loops[-1] is inner:
-                return True
-    return any(d.kind == "for" and inner.contains(d.stmt) and d.stmt.node is inner.node
-               for name in backward_ancestry(sf.scope, [event]) for d in sf.scope.definitions(name))
+            if not inner.contains(definition.stmt) and definition.stmt.loops and definition.order < inner.header.order:
+                if definition.kind in {"assign", "unpack"}:
+                    return True
+    return False
+
+
+def _chains(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
+    """A state read before it is reassigned in the loop, from a graph-carrying value: each
+    iteration's graph then hangs on the previous one."""
+    scope: Scope = sf.scope
+    for name in sorted(backward_ancestry(scope, [event])):
+        definitions = [d for d in scope.definitions(name) if outer.contains(d.stmt) and d.kind in {"assign", "unpack"}]
+        if not definitions:
+            continue
+        first_def = min(d.order for d in definitions)
+        read_before = any(
+            o.name == name and not o.write and not o.detached and outer.contains(o.stmt) and o.stmt.order <= first_def
+            for o in scope.occurrences
+        )
+        if read_before and any(facts.flow._definition_carries(d, 0) for d in definitions):
+            return name
+    return None
+
+
+def _between(sf, outer: Loop, start: int, end: int) -> list[Stmt]:
+    return [s for s in sf.scope.stmts if outer.contains(s) and start < s.order < end]
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
@@ -41,24 +133,43 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if not event.stmt.loops:
                 continue
             outer = event.stmt.loops[0]
-            innermost = event.stmt.loops[-1]
-            if innermost is not outer and not any(
-                e.kind == STEP and innermost.contains(e.stmt) for e in sf.events
-            ) and _shares_outer_graph(event, innermost, sf, facts):
-                continue  # one backward per task or head of a shared graph: the repeats need it
-            others = [
-                e for e in sf.events
-                if e.kind == BACKWARD and e is not event and outer.contains(e.stmt)
-            ]
-            if others:
-                continue  # a second backward in the iteration may run through this graph
-            if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
-                continue  # torch.autograd.grad in the same iteration may reuse the graph
-            edit = remove_keyword(facts.source, event.call, "retain_graph")
+            following = _next_backward(event, sf.events, outer)
+            repeating = _repeating_loop(event, sf.events)
+            removable = False
+            if following is not None:
+                # A second backward in the iteration: needed only if the gradients are used in between.
+                if _gradients_used(facts, sf.events, _between(sf, outer, event.order, following.order)):
+                    continue
+                reason = (
+                    f"nothing reads or changes the gradients before the next backward (line "
+                    f"{getattr(following.stmt.node, 'lineno', 0)}): one backward of the summed losses gives the same gradients"
+                )
+            elif repeating is not None and repeating is not outer and _shares_graph(event, repeating, sf):
+                # One backward per head of a shared graph: only summed unless the gradients are read per pass.
+                body = [s for s in sf.scope.stmts if repeating.contains(s) and s.node is not event.stmt.node]
+                if _gradients_used(facts, sf.events, body):
+                    continue
+                reason = (
+                    "the loop's passes through the shared graph only add up their gradients: one backward of "
+                    "the summed losses after the loop gives the same gradients"
+                )
+            else:
+                if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
+                    continue  # torch.autograd.grad in the same iteration may reuse the graph
+                reason = "no later backward in the iteration goes through it"
+                removable = True
+            chained = _chains(event, sf, facts, outer)
+            cost = (
+                f"and `{chained}` carries it into the next iteration, so the held graphs grow without bound"
+                if chained else "one extra graph held per iteration"
+            )
+            fix = None
+            if removable:
+                edit = remove_keyword(facts.source, event.call, "retain_graph")
+                fix = Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None
             yield Violation(
                 CODE,
-                "`retain_graph=True` keeps every iteration's graph alive but no later backward in the "
-                "iteration uses it: memory grows until OOM",
+                f"`retain_graph=True` keeps the graph alive after this backward, but {reason}: {cost}",
                 event.call,
-                Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None,
+                fix,
             )

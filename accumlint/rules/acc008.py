@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+import ast
+from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
+from accumlint.analysis.schedules import UPDATES, Length, schedule_length
+from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
@@ -19,6 +22,26 @@ FIX: FixSafety = "unsafe"
 
 def _same_call_in(events: list[Event], event: Event, inside) -> bool:
     return any(e.kind == event.kind and e.receiver == event.receiver and inside(e.stmt) for e in events if e is not event)
+
+
+def _length(facts: ModuleFacts, event: Event, window: Optional[Window]) -> Optional[Length]:
+    """The scheduler's length and its unit, when the code shows them."""
+    if event.receiver is None:
+        return None
+    if window is not None:
+        k_names = set(window.k_names)
+    else:  # under accelerator.accumulate(): k is what the Accelerator was given
+        k_names = {ast.unparse(gas) for gas in facts.roles.accelerator_gas.values() if gas is not None}
+    micro_iter = window.micro_loop.iter_expr if window is not None else None
+    in_block = window.in_step_block if window is not None else (lambda stmt: False)
+    return schedule_length(event.receiver, event.stmt.scope, facts.collected, k_names, in_block, micro_iter)
+
+
+def _sized_in_updates(facts: ModuleFacts, length: Optional[Length]) -> str:
+    if length is None or length.unit != UPDATES:
+        return ""
+    line = length.expr.lineno
+    return f"; its length (`{facts.source.segment(length.expr)}`, line {line}) counts optimizer updates"
 
 
 def _unprepared_under_accumulate(facts: ModuleFacts, sf) -> Iterator[Event]:
@@ -42,6 +65,13 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue
                 if not window.every_micro_step(event.stmt) or under_accumulate(event.stmt, facts):
                     continue
+                sized = ""
+                if event.kind == SCHED:
+                    # A schedule sized in micro-steps is stepped at the rate it was built for; one whose
+                    # length is not in sight (a parameter, built elsewhere) may be either: silent.
+                    sized = _sized_in_updates(facts, _length(facts, event, window))
+                    if not sized:
+                        continue
                 seen.add(id(event.stmt))
                 anchors = {STEP} if event.kind == UPDATE else {STEP, UPDATE}
                 already = _same_call_in(sf.events, event, window.in_step_block)
@@ -56,18 +86,24 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 k_text = facts.source.segment(window.k)
                 yield Violation(
                     CODE,
-                    f"{what} every micro-step while the optimizer steps once per window: "
-                    f"the schedule advances `{k_text}` times too fast",
+                    f"{what} every micro-step while the optimizer steps once per window{sized}: "
+                    + (f"the schedule advances `{k_text}` times too fast and ends after a `{k_text}`-th of training"
+                       if event.kind == SCHED else
+                       "on a micro-step with no step an enabled GradScaler raises \"No inf checks were recorded prior to update\""),
                     event.stmt.node,
                     Fix("Move it into the step block, after the step", "unsafe", changes) if changes else None,
                 )
         for event in _unprepared_under_accumulate(facts, sf):
             if id(event.stmt) in seen:
                 continue
+            sized = _sized_in_updates(facts, _length(facts, event, None))
+            if not sized:
+                continue  # sized in micro-batches (`max_train_steps * k`) or not in sight
             seen.add(id(event.stmt))
             yield Violation(
                 CODE,
                 f"`{event.receiver}.step()` runs every micro-batch under `accelerator.accumulate()` but "
-                f"was not passed through `accelerator.prepare()`: it advances once per micro-batch, not per step",
+                f"was not passed through `accelerator.prepare()`{sized}: it advances once per micro-batch, "
+                f"not per step",
                 event.stmt.node,
             )

@@ -99,10 +99,11 @@ _COMPOUND = (
 )
 
 
-def lone(src: SourceText, node: ast.AST) -> bool:
+def lone(src: SourceText, node: ast.AST, compound: bool = False) -> bool:
     """A simple statement that has its lines to itself: nothing before it on its first line,
-    nothing but a comment after it on its last (no `a; b`, no `if x: a`)."""
-    if isinstance(node, _COMPOUND):
+    nothing but a comment after it on its last (no `a; b`, no `if x: a`). With `compound`, a
+    compound statement (a guarding `if`) that has its lines to itself passes too."""
+    if isinstance(node, _COMPOUND) and not compound:
         return False
     start, end = src.span(node)
     head = src.text[src.line_start(node.lineno):start]  # type: ignore[attr-defined]
@@ -141,9 +142,9 @@ def _comment_lines_above(src: SourceText, node: ast.AST) -> int:
     return first
 
 
-def remove(src: SourceText, node: ast.AST, block: Optional[list]) -> Optional[TextEdit]:
+def remove(src: SourceText, node: ast.AST, block: Optional[list], compound: bool = False) -> Optional[TextEdit]:
     """Delete a statement's lines; `pass` stays behind when it was the only statement of its block."""
-    if not lone(src, node) or block is None:
+    if not lone(src, node, compound) or block is None:
         return None
     start = src.line_start(node.lineno)  # type: ignore[attr-defined]
     end = src.after_line(node.end_lineno)  # type: ignore[attr-defined]
@@ -160,9 +161,12 @@ def _spans_string_lines(node: ast.AST) -> bool:
     )
 
 
-def move_after(src: SourceText, node: ast.AST, block: Optional[list], anchor: ast.AST) -> Optional[tuple[TextEdit, ...]]:
-    """Move a statement (with the comments right above it) to just after `anchor`, re-indented."""
-    if not (lone(src, node) and lone(src, anchor)) or block is None or _spans_string_lines(node):
+def move_after(
+    src: SourceText, node: ast.AST, block: Optional[list], anchor: ast.AST, compound: bool = False
+) -> Optional[tuple[TextEdit, ...]]:
+    """Move a statement (with the comments right above it) to just after `anchor`, re-indented;
+    with `compound`, a whole compound statement (an `if` with its body) moves the same way."""
+    if not (lone(src, node, compound) and lone(src, anchor)) or block is None or _spans_string_lines(node):
         return None
     first = _comment_lines_above(src, node)
     old_indent = src.indent_of(node.lineno)  # type: ignore[attr-defined]

@@ -19,7 +19,7 @@ model = rnn_models.LSTMLanguageModel(ntokens, 400, 400, 2, dropout=0.3).to(devic
 criterion = nn.NLLLoss()
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 chunk_starts = list(range(0, train_data.size(0) - 1, bptt))
-scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.05, total_iters=500)
+scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.05, total_iters=len(chunk_starts) // accum_chunks)
 
 for epoch in range(10):
     model.train()
