@@ -74,9 +74,14 @@ def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
     )
 
 
-def reaching(name: str, scope: Scope, before: int) -> tuple[Optional[Definition], list[Definition]]:
-    """The last plain definition of `name` before `before`, and the in-place updates after it."""
-    definitions = [d for d in scope.definitions(name) if d.order < before]
+def reaching(
+    name: str, scope: Scope, before: int, at: Optional[Stmt] = None
+) -> tuple[Optional[Definition], list[Definition]]:
+    """The last plain definition of `name` before `before`, and the in-place updates after it;
+    with `at`, leaving out definitions on another branch of an `if` than `at` (they never reach it)."""
+    definitions = [
+        d for d in scope.definitions(name) if d.order < before and (at is None or d.stmt.compatible(at))
+    ]
     base = None
     updates: list[Definition] = []
     for definition in definitions:
@@ -128,7 +133,7 @@ class DataFlow:
         return UNKNOWN
 
     def _name_scaling(self, name, expr, at: Stmt, k_names, depth) -> Scaling:
-        base, updates = reaching(name, at.scope, at.order)
+        base, updates = reaching(name, at.scope, at.order, at)
         if base is None and not updates and at.scope is not self._module_scope and name not in at.scope.params:
             base, updates = reaching(name, self._module_scope, 1 << 30)
         if base is None and not updates:

@@ -73,6 +73,10 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
         event.tensor = positional(call, 0) or keyword(call, "tensors")
     elif frameworks.backward_framework(role) is not None:
         event.tensor, event.framework = positional(call, 0), frameworks.backward_framework(role)
+    elif role == R.OPTIMIZER:  # a loss-scaling optimizer's `optimizer.backward(loss)` (DeepSpeed, apex)
+        event.tensor = positional(call, 0)
+    elif name is not None and roles.by_name.get(name) is not None:
+        return None  # built as a scheduler, a loader, a model wrapper: no tensor's backward
     elif isinstance(receiver, ast.Call) and method_of(receiver)[1] == "scale":
         scale_owner = method_of(receiver)[0]
         event.tensor = positional(receiver, 0)

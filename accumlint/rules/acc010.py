@@ -10,7 +10,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
-from accumlint.analysis.exprs import dotted, mentions
+from accumlint.analysis.exprs import dotted, mentions, names_in
 from accumlint.analysis.windows import k_aliases
 from accumlint.frameworks import Framework
 from accumlint.model import Fix, TextEdit, Violation
@@ -81,7 +81,7 @@ def _drop_division(facts: ModuleFacts, tensor, stmt: Stmt, k_names, receiver: bo
     name = dotted(tensor)
     if name is None:
         return None
-    base, updates = reaching(name, stmt.scope, stmt.order)
+    base, updates = reaching(name, stmt.scope, stmt.order, stmt)
     for update in reversed(updates):
         divides = update.kind == "aug" and update.op in {"DivideAssign", "FloorDivideAssign"}
         if divides and update.value is not None and mentions(update.value, k_names):
@@ -94,6 +94,20 @@ def _drop_division(facts: ModuleFacts, tensor, stmt: Stmt, k_names, receiver: bo
             return (removal,) if removal is not None else None
         return (replace(src, division, src.segment(division.left)),)
     return None
+
+
+def _division_kept_from(event) -> bool:
+    """`if not self.engine: loss = loss / k` before `self.engine.backward(loss)`: the hand
+    division is guarded by the framework object itself, so the two never meet."""
+    name = dotted(event.tensor)
+    if name is None or event.receiver is None:
+        return False
+    base, updates = reaching(name, event.stmt.scope, event.stmt.order, event.stmt)
+    for definition in ([base] if base is not None else []) + updates:
+        for node, _ in definition.stmt.path:
+            if isinstance(node, ast.If) and event.receiver in names_in(node.test):
+                return True
+    return False
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
@@ -122,7 +136,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if event.kind != BACKWARD or event.helper or event.tensor is None:
                 continue
             k_names = _framework_k(event, facts)
-            if k_names:
+            if k_names and not _division_kept_from(event):
                 scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
                 if not scaling.unknown and scaling.k_divisions >= 1:
                     seen.add(id(event.call))
