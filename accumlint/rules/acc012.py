@@ -1,0 +1,433 @@
+"""ACC012 accumulation-not-applied: the code sets up accumulation over k > 1 (it divides the loss by
+the accumulation steps, or reads them for an Accelerate loop) but the optimizer step is not held for
+k micro-steps: it runs on every micro-step, or under a gate whose modulus is a logging or
+progress-bar frequency."""
+
+from __future__ import annotations
+
+import ast
+import re
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
+from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
+from accumlint.analysis.exprs import dotted, int_value, method_of, names_in
+from accumlint.analysis.facts import ScopeFacts
+from accumlint.analysis.reach import reached
+from accumlint.analysis.windows import Window
+from accumlint.frameworks import Framework, Role, accelerate
+from accumlint.model import Violation
+from accumlint.rules.meta import FixSafety
+
+if TYPE_CHECKING:
+    from accumlint.analysis.calls import AnalysedModule
+
+CODE = "ACC012"
+NAME = "accumulation-not-applied"
+SUMMARY = "accumulation is set up for k > 1 but the optimizer step is not held for k micro-steps"
+FIX: FixSafety = None
+
+# `accum_loss`, `accumulated_grad_norm`: accumulators, not the number of micro-steps.
+_NOT_K_WORDS = ("loss", "norm", "metric", "total", "sum", "mean", "avg", "grads", "acc_")
+# A name in a condition that changes from one micro-step to the next.
+_PER_STEP_WORDS = (
+    "step", "iter", "sync", "accum", "boundary", "update", "micro", "count", "idx", "index", "batch",
+    "last", "end", "done", "should", "flag", "ready", "now", "apply", "tick", "nan", "inf", "finite",
+)
+_PREDICATES = frozenset({"isinstance", "hasattr", "callable"})
+# What a logging or progress-bar block calls.
+_REPORTING_CALL_WORDS = frozenset({
+    "print", "log", "logger", "logging", "info", "progress", "pbar", "tqdm", "postfix", "description",
+    "scalar", "scalars", "wandb", "writer", "tensorboard", "display",
+})
+
+
+def _accumulation_name(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1].lower()
+    return "accum" in last and not any(word in last for word in _NOT_K_WORDS)
+
+
+def _subscript_key(value: Optional[ast.expr]) -> bool:
+    """`ds_config["gradient_accumulation_steps"]`."""
+    if not isinstance(value, ast.Subscript):
+        return False
+    key = value.slice
+    return isinstance(key, ast.Constant) and isinstance(key.value, str) and _accumulation_name(key.value)
+
+
+def _bound_to_one(name: str, collected: Collected) -> bool:
+    """Every assignment of the name is a literal 1 (or 0): no window at all."""
+    definitions = [d for scope in collected.scopes for d in scope.definitions(name)]
+    if not definitions:
+        return False
+    values = [int_value(d.value) if d.kind == "assign" else None for d in definitions]
+    return all(v is not None and v <= 1 for v in values)
+
+
+def accumulation_names(collected: Collected) -> set[str]:
+    """Names that read as the accumulation steps (`args.gradient_accumulation_steps`,
+    `self.cfg.grad_accum`, `accum_steps`, `gas = cfg["gradient_accumulation_steps"]`), and the names
+    assigned from them or they from, minus those only ever bound to a literal 1."""
+    found: set[str] = set()
+    for scope in collected.scopes:
+        for occurrence in scope.occurrences:
+            if _accumulation_name(occurrence.name):
+                found.add(occurrence.name)
+        for name, definitions in scope.defs.items():
+            if _accumulation_name(name) or any(_subscript_key(d.value) for d in definitions if d.kind == "assign"):
+                found.add(name)
+    for _ in range(3):
+        grown = set(found)
+        for scope in collected.scopes:
+            for target, definitions in scope.defs.items():
+                for definition in definitions:
+                    source = dotted(definition.value) if definition.kind == "assign" else None
+                    if source is None:
+                        continue
+                    if source in found:
+                        grown.add(target)
+                    elif target in found:
+                        grown.add(source)
+        if grown == found:
+            break
+        found = grown
+    return {name for name in found if not _bound_to_one(name, collected)}
+
+
+# --- is the step held by anything? --------------------------------------------------------------
+
+def _changing_names(scope: Scope, loop: Optional[Loop]) -> set[str]:
+    """Names (re)bound inside the loop, or for a function entered once per micro-step, its
+    parameters and everything it binds."""
+    names: set[str] = set()
+    if loop is None or loop.implicit:
+        names.update(scope.params)
+    for name, definitions in scope.defs.items():
+        if any(d.kind != "param" and (loop is None or loop.contains(d.stmt)) for d in definitions):
+            names.add(name)
+    return names
+
+
+def _fixed_condition(test: ast.expr, changing: set[str]) -> bool:
+    """A condition that is the same on every micro-step: a setting (`if args.fp16:`,
+    `if scaler is not None:`), nothing that counts, calls or reads per-step state."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.Call) and dotted(node.func) not in _PREDICATES:
+            return False
+        if isinstance(node, (ast.BinOp, ast.NamedExpr)) and not isinstance(getattr(node, "op", None), ast.BitOr):
+            return False
+    for name in names_in(test):
+        if name in changing or any(part in changing for part in _prefixes(name)):
+            return False
+        if any(word in name.lower() for word in _PER_STEP_WORDS):
+            return False
+    return True
+
+
+def _prefixes(name: str) -> list[str]:
+    parts = name.split(".")
+    return [".".join(parts[:i]) for i in range(1, len(parts))]
+
+
+def _held(stmt: Stmt, loop: Optional[Loop], stop: Optional[ast.AST]) -> bool:
+    """Something per-step decides whether `stmt` runs: an `if` on its path (inside `stop`, the
+    loop), or an earlier conditional `continue` of that loop."""
+    changing = _changing_names(stmt.scope, loop)
+    inside = stop is None
+    for node, _ in stmt.path:
+        if node is stop:
+            inside = True
+            continue
+        if not inside:
+            continue
+        if isinstance(node, ast.If) and not _fixed_condition(node.test, changing):
+            return True
+        if isinstance(node, (ast.match_case, ast.Match)):
+            return True
+    if loop is None:
+        return False
+    for other in stmt.scope.stmts:
+        if isinstance(other.node, ast.Continue) and other.loop is loop and other.order < stmt.order:
+            if any(isinstance(n, ast.If) and not _fixed_condition(n.test, changing) for n, _ in other.path):
+                return True
+    return False
+
+
+def _step_runs_every_micro_step(event: Event, loop: Loop) -> bool:
+    if _held(event.stmt, loop, loop.node):
+        return False
+    if event.callee is None:
+        return event.helper is None
+    # A step inside a helper: every call on the way down, and the step itself, runs unconditionally.
+    found = list(reached(event, STEP))
+    if not found:
+        return False
+    for item in found:
+        for inner in (*item.calls[1:], item.event):
+            if inner.stmt.loops or _held(inner.stmt, None, None):
+                return False
+        if _framework_steps(item.event, item.module):
+            return False
+    return True
+
+
+def _framework_steps(event: Event, module: "AnalysedModule") -> bool:
+    """A DeepSpeed engine's `step()` applies once per window by itself."""
+    return event.framework == Framework.DEEPSPEED or module.roles.role(event.receiver) == Role.ENGINE
+
+
+# --- Accelerate ---------------------------------------------------------------------------------
+
+def _accumulate_owner(stmt: Stmt, facts: ModuleFacts) -> Optional[str]:
+    """The accelerator of a `with accelerator.accumulate(model):` around the statement."""
+    for node, _ in stmt.path:
+        if isinstance(node, WITHS):
+            for item in node.items:
+                if isinstance(item.context_expr, ast.Call):
+                    receiver, method = method_of(item.context_expr)
+                    name = dotted(receiver) if receiver is not None else None
+                    if method == accelerate.ACCUMULATE_CONTEXT and facts.roles.role(name) == Role.ACCELERATOR:
+                        return name
+    return None
+
+
+def _constructor(name: str, facts: ModuleFacts) -> Optional[Stmt]:
+    """The statement that built the accelerator, when it plainly received no accumulation steps:
+    no such keyword, no `**kwargs`, no later `accelerator.gradient_accumulation_steps = ...`."""
+    if name not in facts.roles.accelerator_gas or facts.roles.accelerator_gas[name] is not None:
+        return None
+    built = None
+    for scope in facts.collected.scopes:
+        if scope.definitions(f"{name}.{accelerate.ACCUMULATION_STEPS_KEYWORD}"):
+            return None
+        for definition in scope.definitions(name):
+            if definition.kind == "assign" and isinstance(definition.value, ast.Call):
+                if any(keyword.arg is None for keyword in definition.value.keywords):
+                    return None
+                built = definition.stmt
+    return built
+
+
+def _framework_accumulates(event: Event, facts: ModuleFacts) -> bool:
+    if event.framework == Framework.ACCELERATE:
+        return facts.roles.accumulating_accelerator(event.receiver)
+    return event.framework in {Framework.DEEPSPEED, Framework.LIGHTNING_AUTO}
+
+
+# --- evidence of accumulation --------------------------------------------------------------------
+
+def _divided_backwards(
+    sf: ScopeFacts, facts: ModuleFacts, names: set[str], backwards: list[Event]
+) -> tuple[list[Event], bool]:
+    """Which of these backward passes (here or in helpers) get a loss divided by the accumulation
+    steps, and whether any of them runs through a framework that divides by itself."""
+    divided: list[Event] = []
+    framework = False
+    for event in backwards:
+        if event.callee is not None:
+            for item in reached(event, BACKWARD):
+                inner = item.event
+                if inner.tensor is None:
+                    continue
+                if _framework_accumulates(inner, facts) or _framework_steps(inner, item.module):
+                    framework = True
+                    continue
+                k_names = names | accumulation_names(item.module.collected)
+                scaling = item.module.flow.scaling(inner.tensor, inner.stmt, k_names)
+                if not scaling.unknown and scaling.k_divisions >= 1:
+                    divided.append(event)
+            continue
+        if event.tensor is None or _summed_in_inner_loop(event):
+            continue
+        if _framework_accumulates(event, facts):
+            framework = True
+            continue
+        scaling = facts.flow.scaling(event.tensor, event.stmt, names)
+        if not scaling.unknown and scaling.k_divisions >= 1:
+            divided.append(event)
+    return divided, framework
+
+
+def _summed_in_inner_loop(event: Event) -> bool:
+    """`for chunk in batch.chunk(k): loss += f(chunk) / k` then one backward: the whole window goes
+    through one backward, and one step per backward is right."""
+    loop = event.stmt.loop
+    if loop is None or event.tensor is None:
+        return False
+    for name in names_in(event.tensor):
+        for definition in event.stmt.scope.definitions(name):
+            inner = definition.stmt.loop
+            if inner is not None and inner is not loop and loop.contains(definition.stmt):
+                return True
+    return False
+
+
+def _k_text(facts: ModuleFacts, names: set[str], scope: Scope, loop: Optional[Loop]) -> str:
+    """The accumulation steps as the code spells them, preferring a read inside the loop."""
+    reads = [o for o in scope.occurrences if not o.write and o.name in names]
+    inside = [o for o in reads if loop is not None and loop.contains(o.stmt)]
+    for group in (inside, reads):
+        if group:
+            return max((o.name for o in group), key=lambda n: (n.count("."), len(n)))
+    everywhere = sorted(names, key=lambda n: (-n.count("."), -len(n), n))
+    return everywhere[0] if everywhere else "k"
+
+
+def _counter(loop: Loop) -> Optional[str]:
+    """The micro-step counter of `for step, batch in enumerate(loader)` or `for i in range(n)`."""
+    node = loop.node
+    if not isinstance(node, (ast.For, ast.AsyncFor)) or not isinstance(node.iter, ast.Call):
+        return None
+    func = dotted(node.iter.func)
+    if func == "enumerate" and isinstance(node.target, ast.Tuple) and node.target.elts:
+        return dotted(node.target.elts[0])
+    if func == "range" and isinstance(node.target, ast.Name):
+        return node.target.id
+    return None
+
+
+def _gate_text(counter: Optional[str], k: str) -> str:
+    return f"if ({counter or 'step'} + 1) % {k} == 0:"
+
+
+# --- the rule ------------------------------------------------------------------------------------
+
+def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iterator[Violation]:
+    src = facts.source
+    for loop in sf.scope.loops:
+        if any(w.step_loop is loop for w in sf.windows):
+            continue
+        steps = [e for e in sf.events if e.kind == STEP and e.stmt.loop is loop]
+        if not steps or any(_framework_steps(e, facts.analysed) for e in steps):
+            continue
+        if not all(_step_runs_every_micro_step(e, loop) for e in steps):
+            continue  # some step is held by a gate (read or not): other rules' ground
+        step = steps[0]
+        backwards = [
+            e for e in sf.events
+            if e.kind == BACKWARD and e.stmt.loop is loop and e.stmt.compatible(step.stmt)
+        ]
+        if not backwards:
+            continue
+        divided, framework = _divided_backwards(sf, facts, names, backwards)
+        step_text = src.segment(step.call) if step.call is not None else "the optimizer step"
+        owner = _accumulate_owner(step.stmt, facts)
+        if owner is not None:
+            built = _constructor(owner, facts)
+            if built is None or framework or not (divided or _reads_accumulation(facts, names)):
+                continue
+            k = _k_text(facts, names, sf.scope, loop)
+            line = getattr(built.node, "lineno", "?")
+            yield Violation(
+                CODE,
+                f"`{owner}` (line {line}) never received the accumulation steps, so "
+                f"`with {owner}.accumulate(...)` lets `{step_text}` run on every micro-step while the "
+                f"code accumulates over `{k}`: each update takes one micro-batch instead of `{k}`"
+                f"{_schedule_note(sf, loop)}; pass `gradient_accumulation_steps={k}` to the Accelerator, "
+                f"which then holds the step for `{k}` micro-steps",
+                step.call or step.stmt.node,
+            )
+            continue
+        if framework or not divided:
+            continue
+        k = _k_text(facts, names, sf.scope, loop)
+        yield Violation(
+            CODE,
+            f"the loss is divided by the accumulation steps `{k}` but `{step_text}` runs on every "
+            f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; wrap the step "
+            f"in `{_gate_text(_counter(loop), k)}`",
+            step.call or step.stmt.node,
+        )
+
+
+def _schedule_note(sf: ScopeFacts, loop: Loop) -> str:
+    if any(e.kind == SCHED and loop.contains(e.stmt) for e in sf.events):
+        return ", and a schedule sized in optimizer updates ends early"
+    return ""
+
+
+def _reads_accumulation(facts: ModuleFacts, names: set[str]) -> bool:
+    return any(
+        not o.write and o.name in names for scope in facts.collected.scopes for o in scope.occurrences
+    )
+
+
+def _reporting_block(window: Window) -> bool:
+    """The gate's block shows progress or logs (`progress_bar.update(1)`, `print(...)`)."""
+    if window.gate is None or window.branch is None:
+        return False
+    block = window.gate.body if window.branch == "body" else window.gate.orelse
+    for statement in block:
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                name = dotted(node.func) or ""
+                words = set(re.split(r"[^a-z0-9]+", re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name).lower()))
+                if words & _REPORTING_CALL_WORDS:
+                    return True
+    return False
+
+
+def _same_literal(window: Window, names: set[str], collected: Collected) -> bool:
+    """`% 8` with `ACCUM = 8`: the gate is the window after all."""
+    size = int_value(window.k)
+    if size is None:
+        return False
+    for name in names:
+        values = [
+            int_value(d.value) for scope in collected.scopes for d in scope.definitions(name) if d.kind == "assign"
+        ]
+        if size in values:
+            return True
+    return False
+
+
+def _misplaced_gate(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iterator[Violation]:
+    src = facts.source
+    for window in sf.windows:
+        if window.form != "gate" or window.gate is None or window.k_names & names:
+            continue
+        if not window.reporting_gate and (_same_literal(window, names, facts.collected) or not _reporting_block(window)):
+            continue
+        if int_value(window.k) is None and not window.reporting_gate:
+            continue  # a named modulus that is neither: unknown relation to k
+        backwards = [e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)]
+        divided, framework = _divided_backwards(sf, facts, names, backwards)
+        if framework or not divided:
+            continue
+        k = _k_text(facts, names, sf.scope, window.micro_loop)
+        step = window.step
+        step_text = src.segment(step.call) if step.call is not None else "the optimizer step"
+        counter = window.test.counter if window.test is not None else None
+        counter_text = src.segment(counter) if counter is not None else None
+        if counter is not None and isinstance(counter, ast.Name):
+            counter_text = counter.id
+        why = "a logging frequency" if window.reporting_gate else "the modulus of a logging or progress block"
+        yield Violation(
+            CODE,
+            f"`{step_text}` runs only under `if {src.segment(window.gate.test)}:`, {why}, while the loss "
+            f"is divided by the accumulation steps `{k}`: the step block is misplaced and the optimizer "
+            f"steps every `{src.segment(window.k)}` micro-steps instead of every `{k}`; hold the step in "
+            f"`{_gate_text(counter_text, k)}`",
+            step.call or step.stmt.node,
+        )
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    names = accumulation_names(facts.collected)
+    known: dict[int, set[str]] = {id(facts.collected): names}
+    for sf in facts.scopes:
+        local = set(names)
+        if not any(e.kind == STEP for e in sf.events):
+            continue
+        callees = [facts.analysed.resolver.resolve(site.call, sf.scope) for site in sf.scope.calls]
+        for callee in callees:
+            if callee is not None:
+                collected = callee.module.collected
+                if id(collected) not in known:
+                    known[id(collected)] = accumulation_names(collected)
+                local |= known[id(collected)]
+        if not local:
+            continue
+        yield from _every_micro_step(sf, facts, local)
+        yield from _misplaced_gate(sf, facts, local)
