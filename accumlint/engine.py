@@ -24,9 +24,9 @@ Source = Union[str, bytes]
 ALL_CODES = frozenset(RULES)
 MAX_FIX_ROUNDS = 8
 
-# Every rule needs a backward pass or an optimizer step in sight; files without either are
-# only syntax-checked, never analysed.
-_TRIGGERS = ("backward", "step(")
+# Every rule needs a backward pass, an optimizer step or (ACC002) an accumulation in sight; files without
+# any are only syntax-checked, never analysed.
+_TRIGGERS = ("backward", "step(", "append(", "+=", "] =")
 
 
 

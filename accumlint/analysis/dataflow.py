@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_number, mentions, method_of
+from accumlint.analysis.exprs import dotted, is_number, is_true, mentions, method_of
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Resolver
@@ -34,9 +34,11 @@ _NO_GRAPH_FUNCTIONS = {
     "enumerate", "zip", "next", "iter", "print", "isinstance", "getattr", "list", "dict", "tuple",
     "no_grad", "randperm", "multinomial", "bernoulli",
 }
-_NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load")
+_NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
+_NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistics"}
+_WRAPPERS = {"Variable", "deepcopy", "copy"}  # what they return carries the graph of what they are given
 
 
 @dataclass(frozen=True)
@@ -240,7 +242,9 @@ class DataFlow:
 
     # --- graphs -------------------------------------------------------------------------
     def carries_graph(self, expr: ast.expr, at: Stmt, depth: int = 0) -> bool:
-        """True only when the value is shown to hold an autograd graph (a model or loss output)."""
+        """True only when the value is shown to hold an autograd graph (a model or loss output).
+        Decided on the value: an operand that passed through `.detach()`/`.item()`/`.data` carries
+        none wherever that sits in the expression."""
         if depth > 12 or at.no_grad:
             return False
         name = dotted(expr)
@@ -249,6 +253,8 @@ class DataFlow:
                 return False
             base, updates = reaching(name, at.scope, at.order)
             if base is None:
+                if self._numeric_module(name):
+                    return False
                 return isinstance(expr, ast.Attribute) and self.carries_graph(expr.value, at, depth + 1)
             if self._definition_carries(base, depth):
                 return True
@@ -258,14 +264,22 @@ class DataFlow:
             )
         if isinstance(expr, ast.Call):
             return self._call_carries(expr, at, depth)
+        if isinstance(expr, ast.Subscript):
+            if _index_part(expr):
+                return False  # `out.max(1)[1]`, `out.topk(k)[1]`: indices carry no graph
+            return self.carries_graph(expr.value, at, depth + 1)
+        if isinstance(expr, ast.Attribute):
+            if expr.attr == "indices" and isinstance(expr.value, ast.Call) and method_of(expr.value)[1] in _INDEX_RETURNING:
+                return False
+            return self.carries_graph(expr.value, at, depth + 1)
         if isinstance(expr, ast.BinOp):
             return self.carries_graph(expr.left, at, depth + 1) or self.carries_graph(expr.right, at, depth + 1)
-        if isinstance(expr, (ast.Subscript, ast.Attribute)):
-            return self.carries_graph(expr.value, at, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.carries_graph(expr.operand, at, depth + 1)
         if isinstance(expr, (ast.Tuple, ast.List)):
             return any(self.carries_graph(e, at, depth + 1) for e in expr.elts)
+        if isinstance(expr, ast.Dict):  # `{"ce": ce_loss, "kl": kl_loss}`: its values
+            return any(self.carries_graph(v, at, depth + 1) for v in expr.values)
         if isinstance(expr, ast.IfExp):
             return self.carries_graph(expr.body, at, depth + 1) and self.carries_graph(expr.orelse, at, depth + 1)
         return False
@@ -279,18 +293,166 @@ class DataFlow:
             _, method = method_of(definition.value)
             if method in _INDEX_RETURNING and definition.index[:1] == (1,):
                 return False  # (values, indices): indices carry no graph
+            if definition.index:
+                returned = self._helper_graph(definition.value, definition.stmt, depth + 1, definition.index)
+                if returned is not None:  # `loss, avg = step(batch)` against `return loss, loss.item() / n`
+                    return returned
             return self._call_carries(definition.value, definition.stmt, depth + 1)
+        if definition.kind == "for":
+            element = _iterated_element(definition.value, definition.index)
+            return element is not None and self.carries_graph(element, definition.stmt, depth + 1)
         return False
+
+    def _numeric_module(self, name: str) -> bool:
+        """`np.cos`, `math.exp`: a library that never builds an autograd graph."""
+        origin = self.collected.imports.get(name.split(".", 1)[0], "")
+        return origin.split(".", 1)[0] in _NUMERIC_MODULES
+
+    def _torch_function(self, name: str) -> bool:
+        """`torch.cat`, `F.relu`: a function of the torch namespace, not a method of a value."""
+        head = name.split(".", 1)[0]
+        return "." in name and self.collected.imports.get(head, "").split(".", 1)[0] == "torch"
+
+    def _argument_carries(self, expr: ast.expr, at: Stmt, depth: int) -> bool:
+        """An argument of a graph-transparent call: graph-carrying, or a parameter or attribute the
+        analysis cannot see into (it may be a tensor that requires grad)."""
+        name = dotted(expr)
+        if name is not None and not (isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES):
+            base, _ = reaching(name, at.scope, at.order)
+            if base is None and not self._numeric_module(name):
+                module_base, _ = reaching(name, self._module_scope, 1 << 30)
+                if module_base is None:
+                    return True
+                return self._definition_carries(module_base, depth + 1)
+            if base is not None and base.kind == "param":
+                return True
+        if isinstance(expr, ast.Starred):
+            return self._argument_carries(expr.value, at, depth + 1)
+        if isinstance(expr, (ast.List, ast.Tuple)):
+            return any(self._argument_carries(e, at, depth + 1) for e in expr.elts)
+        return self.carries_graph(expr, at, depth + 1)
+
+    def _arguments_carry(self, call: ast.Call, at: Stmt, depth: int) -> bool:
+        values = [*call.args, *(kw.value for kw in call.keywords)]
+        return any(self._argument_carries(v, at, depth) for v in values)
+
+    def _local_value(self, expr: ast.expr, at: Stmt) -> bool:
+        """A receiver whose value the analysis sees: an expression, or a local name assigned in this
+        function (not a parameter, a module object or an attribute of `self`)."""
+        name = dotted(expr)
+        if name is None:
+            return True
+        if isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES:
+            return True
+        base, _ = reaching(name, at.scope, at.order)
+        return base is not None and base.kind in {"assign", "unpack"}
 
     def _call_carries(self, call: ast.Call, at: Stmt, depth: int) -> bool:
         receiver, method = method_of(call)
         if method in _NO_GRAPH_METHODS or method is None:
             return False
+        if any(kw.arg == "requires_grad" and is_true(kw.value) for kw in call.keywords):
+            return True  # a leaf that requires grad: what is computed from it builds a graph
         full = dotted(call.func) or ""
         last = full.rsplit(".", 1)[-1]
+        if receiver is not None and method in _PASS_THROUGH_METHODS | _DIVIDING_METHODS | {"scale"}:
+            if not self._torch_function(full) and not self._numeric_module(full):
+                # `loss.float()`, `out.to(device)`: tensor methods keep the graph
+                return self.carries_graph(receiver, at, depth + 1)
         if last in _NO_GRAPH_FUNCTIONS or any(h in last.lower() for h in _NO_GRAPH_NAME_HINTS):
             return False
-        if receiver is not None and method in _PASS_THROUGH_METHODS | _DIVIDING_METHODS | {"scale"}:
-            return self.carries_graph(receiver, at, depth + 1)
+        if full and self._numeric_module(full):
+            return False
+        if last in _WRAPPERS or (last[:1].isupper() and not last.isupper()):
+            # `Variable(x.data)`, `copy.deepcopy(m)`, a class built from values: what it is given
+            values = [*call.args, *(kw.value for kw in call.keywords)]
+            return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
+        if full and self._torch_function(full):
+            return self._arguments_carry(call, at, depth)
+        if receiver is not None and self._local_value(receiver, at):
+            # `(pred.detach() - y).abs()`: a method of a value the analysis sees
+            return self.carries_graph(receiver, at, depth + 1) or self._arguments_carry(call, at, depth)
+        returns = self._helper_graph(call, at, depth)
+        if returns is not None:
+            return returns
         return True
 
+    def _helper_graph(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...] = ()) -> Optional[bool]:
+        """What a local helper returns (the element at `index` of a returned tuple): graph-free when
+        every return value is graph-free and reads the helper's parameters only through a detach
+        (`return x.data.clone()`); None when unknown."""
+        if depth > 8:
+            return None
+        callee = self.resolver.resolve(call, at.scope)
+        if callee is None or not callee.scope.returns:
+            return None
+        flow = callee.module.flow
+        params = set(callee.scope.params) - {"self", "cls"}
+        for value, stmt in callee.scope.returns:
+            for position in index:
+                if not isinstance(value, ast.Tuple) or position >= len(value.elts):
+                    return None
+                value = value.elts[position]
+            if flow.carries_graph(value, stmt, depth + 1):
+                return True
+            if _reads_outside_detach(value, params, flow, stmt):
+                return None
+        return False
+
+
+def _iterated_element(iterable: ast.expr, index: tuple[int, ...]) -> Optional[ast.expr]:
+    """What a loop target holds, as far as its graph goes: `v` of `for k, v in terms.items()` holds
+    the dict's values (`k` a key), `x` of `for i, x in enumerate(xs)` an element of `xs`; None
+    when it holds no graph-carrying part (keys, counters)."""
+    if isinstance(iterable, ast.Call):
+        receiver, method = method_of(iterable)
+        if receiver is not None and method in {"items", "values"} and not iterable.args:
+            if method == "items" and index[:1] != (1,):
+                return None
+            return receiver
+        if receiver is None and method == "enumerate" and iterable.args:
+            return iterable.args[0] if index[:1] == (1,) else None
+        if receiver is None and method == "zip" and index[:1] and index[0] < len(iterable.args):
+            return iterable.args[index[0]]
+        if receiver is None and method in {"zip", "enumerate", "range"}:
+            return None
+    return iterable
+
+
+def _index_part(expr: ast.Subscript) -> bool:
+    """`x.max(1)[1]`, `torch.topk(x, k)[1]`: the indices of a (values, indices) result."""
+    value = expr.value
+    if not isinstance(value, ast.Call) or not (isinstance(expr.slice, ast.Constant) and expr.slice.value == 1):
+        return False
+    _, method = method_of(value)
+    return method in _INDEX_RETURNING
+
+
+def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: Stmt) -> bool:
+    """A parameter read (directly or through a local name) other than through a detach."""
+    pending: list[ast.AST] = [expr]
+    seen: set[str] = set()
+    while pending:
+        node = pending.pop()
+        name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+        if isinstance(node, ast.Attribute) and (
+            node.attr in _NO_GRAPH_ATTRIBUTES or set((name or "").split(".")[1:]) & _NO_GRAPH_ATTRIBUTES
+        ):
+            continue  # `x.data`, `x.data.clone`: read through `.data`
+        if isinstance(node, ast.Call):
+            _, method = method_of(node)
+            if method in _NO_GRAPH_METHODS:
+                continue
+        if name is not None:
+            head = name.split(".", 1)[0]
+            if head in params:
+                return True
+            base, _ = reaching(name, at.scope, at.order)
+            if base is not None and base.value is not None and name not in seen and base.kind in {"assign", "unpack"}:
+                seen.add(name)
+                pending.append(base.value)
+            if isinstance(node, ast.Attribute):
+                pending.append(node.value)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return False

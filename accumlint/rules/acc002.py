@@ -1,4 +1,4 @@
-"""ACC002 loss-kept-with-graph: a running total or list outside the loop keeps each step's graph."""
+"""ACC002 loss-kept-with-graph: an accumulator that outlives the window keeps each step's graph."""
 
 from __future__ import annotations
 
@@ -9,24 +9,44 @@ import ast
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Loop, Scope, Stmt
-from accumlint.analysis.events import BACKWARD
-from accumlint.analysis.exprs import dotted, method_of, names_in
-from accumlint.model import Fix, Violation
+from accumlint.analysis.events import BACKWARD, STEP
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+from accumlint.analysis import lifetimes
+from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
 
 CODE = "ACC002"
 NAME = "loss-kept-with-graph"
 SUMMARY = "a running total or list keeps every step's autograd graph alive"
-FIX: FixSafety = "safe"
+FIX: FixSafety = "sometimes"
 _COLLECTING = {"append", "add_", "extend", "insert"}
+_CONTAINERS = (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+# Tensor methods whose result is a tensor again (a reduction, a cast, an elementwise op).
+_TENSOR_METHODS = {
+    "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze", "view",
+    "reshape", "contiguous", "clone", "abs", "pow", "sqrt", "exp", "log", "neg", "norm", "flatten", "type_as",
+    "mul", "div", "add", "sub", "prod", "square", "clamp", "repeat", "expand", "transpose", "permute",
+}
+_TUPLE_FUNCTIONS = {"max", "min", "topk", "sort", "split", "chunk", "unbind", "kthvalue", "mode", "median", "lstsq"}
 
 
-def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, ast.expr, Stmt]]:
-    """(accumulator, added value, statement) for `A += E`, `A = A + E`, `A.append(E)` in the loop."""
+def _subscript_holder(target: ast.expr) -> Optional[str]:
+    """`curve[step]`, `sums[name]`, `self.meters["loss"][i]`: the container the store lands in."""
+    if not isinstance(target, ast.Subscript):
+        return None
+    base: ast.expr = target
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    return dotted(base)
+
+
+def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
+    """(accumulator, added value, statement) for `A += E`, `A = A + E`, `A.append(E)`, `A[i] = E`,
+    `A[k] += E` in the statements `keep` selects."""
     for name, definitions in scope.defs.items():
         for definition in definitions:
-            if not loop.contains(definition.stmt) or definition.value is None:
+            if not keep(definition.stmt) or definition.value is None:
                 continue
             if definition.kind == "aug" and definition.op in {"AddAssign", "SubtractAssign"}:
                 yield name, definition.value, definition.stmt
@@ -37,8 +57,20 @@ def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, ast.expr, St
                         yield name, value.right, definition.stmt
                     elif dotted(value.right) == name:
                         yield name, value.left, definition.stmt
+    for stmt in scope.stmts:
+        node = stmt.node
+        if not stmt.is_statement or not keep(stmt):
+            continue
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            holder = _subscript_holder(node.targets[0])
+            if holder:
+                yield holder, node.value, stmt
+        elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
+            holder = _subscript_holder(node.target)
+            if holder:
+                yield holder, node.value, stmt
     for site in scope.calls:
-        if not loop.contains(site.stmt) or not isinstance(site.stmt.node, ast.Expr):
+        if not keep(site.stmt) or not isinstance(site.stmt.node, ast.Expr):
             continue
         receiver, method = method_of(site.call)
         while isinstance(receiver, ast.Subscript):  # `losses["g"].append(loss)`: the dict keeps it
@@ -51,19 +83,34 @@ def _accumulations(scope: Scope, loop: Loop) -> Iterator[tuple[str, ast.expr, St
                 yield holder, args[value_index], site.stmt
 
 
-def _defined_outside(name: str, scope: Scope, loop: Loop) -> bool:
-    inside = [o for o in scope.occurrences if o.name == name and loop.contains(o.stmt)]
-    return bool(inside) and not min(inside, key=lambda o: o.seq).write
+def _callers(facts: ModuleFacts, scope: Scope):
+    return [
+        (sf, site) for sf in facts.scopes for site in sf.scope.calls
+        if (dotted(site.call.func) or "").rsplit(".", 1)[-1] == scope.name
+    ]
+
+
+def _derived_names(scope: Scope, value: ast.expr, at: Stmt) -> set[str]:
+    """The names a returned value is computed from, through the local definitions it reads
+    (`logps = torch.cat(all_logps); return logps` reads `all_logps`)."""
+    found: set[str] = set()
+    pending = [(n, at.order) for n in names_in(value)]
+    while pending and len(found) < 500:
+        name, before = pending.pop()
+        if name in found:
+            continue
+        found.add(name)
+        for definition in scope.definitions(name):
+            if definition.order < before and definition.value is not None and definition.kind in {"assign", "unpack", "aug", "for"}:
+                pending.extend((n, definition.order) for n in names_in(definition.value))
+    return found
 
 
 def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
     """Returned (or yielded) accumulators may be backward-ed by a caller: unknown unless we see the callers."""
-    if not any(name in names_in(value) for value, _ in scope.returns):
+    if not any(name in _derived_names(scope, value, stmt) for value, stmt in scope.returns):
         return False
-    callers = [
-        (sf, site) for sf in facts.scopes for site in sf.scope.calls
-        if (dotted(site.call.func) or "").rsplit(".", 1)[-1] == scope.name
-    ]
+    callers = _callers(facts, scope)
     if not callers:
         return True
     for sf, site in callers:
@@ -73,32 +120,215 @@ def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
     return False
 
 
+def _backward_tensors(events) -> set[str]:
+    return {dotted(e.tensor) or "" for e in events if e.kind == BACKWARD and e.tensor is not None} - {""}
+
+
+def _tensor_value(expr: ast.expr, at: Stmt, backwarded: set[str], depth: int = 0) -> bool:
+    """The value is a tensor by what the code shows: a name handed to backward, `outputs.loss`, a
+    tensor method's result, arithmetic on a tensor, a torch function."""
+    if depth > 8:
+        return False
+    name = dotted(expr)
+    if name is not None:
+        if name in backwarded or (isinstance(expr, ast.Attribute) and expr.attr == "loss"):
+            return True
+        definitions = [d for d in at.scope.definitions(name) if d.order < at.order]
+        return bool(definitions) and all(
+            d.kind == "assign" and d.value is not None and _tensor_value(d.value, d.stmt, backwarded, depth + 1)
+            for d in definitions[-1:]
+        )
+    if isinstance(expr, ast.BinOp):
+        sides = (expr.left, expr.right)
+        if any(isinstance(s, _CONTAINERS) for s in sides):
+            return False
+        return any(_tensor_value(s, at, backwarded, depth + 1) for s in sides)
+    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        return _tensor_value(expr.operand, at, backwarded, depth + 1)
+    if isinstance(expr, ast.Call):
+        receiver, method = method_of(expr)
+        full = dotted(expr.func) or ""
+        if receiver is not None and method in _TENSOR_METHODS and not full.startswith(("torch.", "F.")):
+            return True
+        if full.startswith(("torch.", "F.")) and last_part(full) not in _TUPLE_FUNCTIONS:
+            return True
+    return False
+
+
+def _detach_fix(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> Optional[Fix]:
+    """`.detach()` on the whole stored value: safe when the code shows it is a tensor, unsafe when
+    its type is unknown (a model output may be a tuple or a dict), none on a container display."""
+    if isinstance(value, _CONTAINERS) or any(isinstance(n, (ast.Lambda, ast.Await, ast.Yield)) for n in walk(value)):
+        return None
+    value_text = facts.source.segment(value)
+    safe = _tensor_value(value, stmt, backwarded)
+    return Fix(f"Detach `{value_text}` before keeping it", "safe" if safe else "unsafe", (replace(facts.source, value, detached(facts.source, value)),))
+
+
+def _torch_alias(facts: ModuleFacts) -> Optional[str]:
+    for alias, origin in facts.collected.imports.items():
+        if origin == "torch":
+            return alias
+    return None
+
+
+def _no_grad_fix(facts: ModuleFacts, loop: Loop) -> Optional[Fix]:
+    """`with torch.no_grad():` around the whole loop, its lines indented one level."""
+    torch = _torch_alias(facts)
+    node = loop.node
+    src = facts.source
+    if torch is None or not loop.header.is_statement or not isinstance(node, (ast.For, ast.AsyncFor, ast.While)):
+        return None
+    for inner in ast.walk(node):  # a string over several lines would change when indented
+        if isinstance(inner, (ast.Constant, ast.JoinedStr)) and getattr(inner, "lineno", 0) != getattr(inner, "end_lineno", 0):
+            return None
+    first, last = node.lineno, node.end_lineno or node.lineno
+    start = src.line_start(first)
+    head = src.text[start:src.offset(first, node.col_offset)]
+    if head.strip():
+        return None  # `x = 1; for ...` on one line
+    indent = src.indent_of(first)
+    unit = "    " if "\t" not in indent else "\t"
+    newline = src.newline()
+    lines = [src.line(n) for n in range(first, last + 1)]
+    body = newline.join(unit + line if line.strip() else line for line in lines)
+    end = src.line_end(last)
+    text = f"{indent}with {torch}.no_grad():{newline}{body}"
+    return Fix(f"Run the loop under `{torch}.no_grad()`", "unsafe", (TextEdit(start, end, text),))
+
+
+def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) -> Iterator[Violation]:
+    scope = sf.scope
+    backwarded = _backward_tensors(sf.events)
+    training = {id(loop) for loop in scope.loops if any(
+        e.kind == BACKWARD and not e.helper and loop.contains(e.stmt) for e in sf.events
+    )}
+    for loop in scope.loops:
+        if id(loop) not in training:
+            continue
+        loop_graph = backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
+        for name, value, stmt in _accumulations(scope, loop.contains):
+            if id([l for l in stmt.loops if id(l) in training][-1]) != id(loop):
+                continue  # reported for the innermost loop with a backward that holds it
+            if loop.implicit and lifetimes.own_attribute(name):
+                continue  # a `self` attribute across hook calls: reported by the attribute pass
+            if name in backward_names or not lifetimes.outlives(scope, name, loop):
+                continue
+            if not (_derived_names(scope, value, stmt) & loop_graph) or not facts.flow.carries_graph(value, stmt):
+                continue
+            if _returned_to_backward(scope, name, facts):
+                continue
+            value_text = facts.source.segment(value)
+            new_value = detached(facts.source, value)
+            yield Violation(
+                CODE,
+                f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive: "
+                f"add `{new_value}` (or `.item()`)",
+                stmt.node,
+                _detach_fix(facts, value, stmt, backwarded),
+            )
+
+
+def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], models: set[str]) -> Iterator[Violation]:
+    """A loop that never calls backward (nor steps) and runs with autograd on, keeping model outputs."""
+    scope = sf.scope
+    if scope.no_grad or lifetimes.called_without_grad(facts, scope):
+        return
+    trained = {id(loop) for loop in scope.loops if any(
+        e.kind in {BACKWARD, STEP} and loop.contains(e.stmt) for e in sf.events
+    )}
+    for loop in scope.loops:
+        if loop.implicit or loop.header.no_grad or id(loop) in trained:
+            continue
+        if loop.parent is not None and id(loop.parent) not in trained:
+            continue  # the outermost loop that never calls backward holds the finding
+        kept: list[tuple[str, ast.expr, Stmt]] = []
+        for name, value, stmt in _accumulations(scope, loop.contains):
+            if name in backward_names or not lifetimes.outlives(scope, name, loop):
+                continue
+            if not facts.flow.carries_graph(value, stmt) or not lifetimes.forward_in(value, stmt, models, loop):
+                continue
+            if _returned_to_backward(scope, name, facts):
+                continue
+            kept.append((name, value, stmt))
+        if not kept:
+            continue
+        names = ", ".join(dict.fromkeys(f"`{n}`" for n, _, _ in kept))
+        name, value, stmt = min(kept, key=lambda k: k[2].order)
+        yield Violation(
+            CODE,
+            f"{names} keeps the autograd graph of every batch alive: this loop never calls backward but "
+            f"runs with autograd on, so every batch's activations stay in memory: run it under "
+            f"`torch.no_grad()`",
+            stmt.node,
+            _no_grad_fix(facts, loop),
+        )
+
+
+def _training_method(scope: Scope, events) -> bool:
+    if scope.name in lifetimes.NO_GRAD_HOOKS or scope.no_grad:
+        return False
+    if any(e.kind == BACKWARD for e in events) or scope.is_lightning_training_step:
+        return True
+    lowered = scope.name.lower()
+    return "train" in lowered and not any(w in lowered for w in ("eval", "valid", "test", "predict", "infer"))
+
+
+def _kept_on_self(facts: ModuleFacts, sf, by_scope: dict) -> Iterator[Violation]:
+    """`self.history.append(loss)` in a training method: the list lives on the object across calls."""
+    scope = sf.scope
+    if scope.class_node is None or not _training_method(scope, sf.events):
+        return
+    if lifetimes.called_without_grad(facts, scope):
+        return
+    methods = lifetimes.class_methods(facts, scope)
+    backwarded = _backward_tensors(sf.events)
+    outside_loops = lambda s: all(loop.implicit for loop in s.loops)  # noqa: E731
+    for name, value, stmt in _accumulations(scope, outside_loops):
+        if not lifetimes.own_attribute(name) or not facts.flow.carries_graph(value, stmt):
+            continue
+        if next(lifetimes.resets(scope, name), None) is not None:
+            continue  # started anew on every call
+        graph_held = False
+        for method in methods:
+            method_facts = by_scope.get(id(method))
+            if method_facts is None:
+                continue
+            if name in backward_ancestry(method, method_facts.events) or any(
+                e.kind == BACKWARD and e.tensor is not None and name in _derived_names(method, e.tensor, e.stmt)
+                for e in method_facts.events
+            ):
+                graph_held = True  # backward-ed later (a deferred loss)
+            if any(name in names_in(v) for v, _ in method.returns):
+                graph_held = True  # handed out by a getter: its use is not in sight
+            if method is not scope and any(e.kind == STEP for e in method_facts.events) and next(
+                lifetimes.resets(method, name), None
+            ) is not None:
+                graph_held = True  # reset with every optimizer step: it cannot grow
+        if graph_held:
+            continue
+        value_text = facts.source.segment(value)
+        new_value = detached(facts.source, value)
+        yield Violation(
+            CODE,
+            f"`{name}` lives on the object across calls of `{scope.name}` and keeps the autograd graph of "
+            f"`{value_text}` from every call alive: add `{new_value}` (or `.item()`)",
+            stmt.node,
+            _detach_fix(facts, value, stmt, backwarded),
+        )
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
+    models: Optional[set[str]] = None
+    by_scope = {id(sf.scope): sf for sf in facts.scopes}
     for sf in facts.scopes:
         scope = sf.scope
-        backward_names: Optional[set[str]] = None
-        for loop in scope.loops:
-            in_loop = [e for e in sf.events if e.kind == BACKWARD and not e.helper and loop.contains(e.stmt)]
-            if not in_loop:
-                continue
-            if backward_names is None:
-                backward_names = backward_ancestry(scope, sf.events)
-            loop_graph = backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
-            for name, value, stmt in _accumulations(scope, loop):
-                if stmt.loop is not loop:
-                    continue  # reported for the innermost loop that holds it
-                if name in backward_names or not _defined_outside(name, scope, loop):
-                    continue
-                if not (names_in(value) & loop_graph) or not facts.flow.carries_graph(value, stmt):
-                    continue
-                if _returned_to_backward(scope, name, facts):
-                    continue
-                value_text = facts.source.segment(value)
-                new_value = detached(facts.source, value)
-                yield Violation(
-                    CODE,
-                    f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive: "
-                    f"add `{new_value}` (or `.item()`)",
-                    stmt.node,
-                    Fix(f"Detach `{value_text}` before keeping it", "safe", (replace(facts.source, value, new_value),)),
-                )
+        if not scope.loops and scope.class_node is None:
+            continue
+        backward_names = backward_ancestry(scope, sf.events)
+        yield from _kept_in_training_loops(facts, sf, backward_names)
+        if scope.loops:
+            if models is None:
+                models = lifetimes.model_objects(facts)
+            yield from _kept_in_evaluation_loops(facts, sf, backward_names, models)
+        yield from _kept_on_self(facts, sf, by_scope)

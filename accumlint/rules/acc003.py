@@ -3,7 +3,8 @@ backward runs inside the loop."""
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
 
 import ast
 
@@ -12,6 +13,7 @@ from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, last_part
+from accumlint.analysis.lifetimes import own_attribute
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import insert_after
 from accumlint.rules.meta import FixSafety
@@ -32,7 +34,27 @@ def _feeds_backward(stmt: Stmt, scope: Scope, loop_graph: set[str], backward_stm
     return any(d.stmt is stmt for name in loop_graph for d in scope.definitions(name))
 
 
-def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, list[Definition]]:
+@dataclass(frozen=True)
+class _Span:
+    """What repeats: the body of a loop, or a step method called again and again (its `self`
+    attributes live from one call to the next)."""
+
+    contains: Callable[[Stmt], bool]
+    first_order: int
+    method: Optional[str] = None  # the method's name when the span is a method body
+
+
+def _loop_span(loop: Loop) -> _Span:
+    return _Span(loop.contains, loop.first_order)
+
+
+def _method_span(scope: Scope) -> Optional[_Span]:
+    if scope.class_node is None or not scope.stmts:
+        return None
+    return _Span(lambda stmt: stmt.scope is scope and stmt.is_statement, scope.stmts[0].order, scope.name)
+
+
+def _carried(scope: Scope, loop: _Span, facts: ModuleFacts, events) -> dict[str, list[Definition]]:
     """Names whose first use in an iteration feeds the forward pass with the graph-carrying value
     of the previous iteration."""
     carried: dict[str, list[Definition]] = {}
@@ -46,6 +68,8 @@ def _carried(scope: Scope, loop: Loop, facts: ModuleFacts, events) -> dict[str, 
     for name, occurrence in first.items():
         if occurrence.write or occurrence.detached or not occurrence.in_call_arg:
             continue
+        if loop.method is not None and not own_attribute(name):
+            continue  # a method's locals start anew on every call
         if not _feeds_backward(occurrence.stmt, scope, loop_graph, backward_stmts):
             continue  # logged or printed, not fed to the model
         inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
@@ -72,7 +96,7 @@ def _module_class(call: Optional[ast.expr], facts: ModuleFacts) -> Optional[str]
     return None
 
 
-def _detach_statement(name: str, definition: Definition, scope: Scope, loop: Loop, facts) -> tuple[str, bool]:
+def _detach_statement(name: str, definition: Definition, scope: Scope, loop: _Span, facts) -> tuple[str, bool]:
     """The detach statement for `name`, and whether its shape is known (so the fix is safe)."""
     if len(definition.index) > 1:
         return f"{name} = {name}.detach()", True  # one tensor of an unpacked (h, c)
@@ -95,7 +119,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     reported: set[int] = set()
     for sf in facts.scopes:
         scope = sf.scope
-        for loop in scope.loops:
+        spans = [_loop_span(loop) for loop in scope.loops]
+        method = _method_span(scope)
+        if method is not None:
+            spans.append(method)
+        for loop in spans:
             backwards = [e for e in sf.events if e.kind == BACKWARD and not e.helper and loop.contains(e.stmt)]
             if not backwards:
                 continue
@@ -120,10 +148,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 edit = insert_after(facts.source, anchor.node, lines) if anchor.is_statement else None
                 if edit is not None:
                     fix = Fix(f"Detach {names} right after backward", "safe" if safe else "unsafe", (edit,))
-                yield Violation(
-                    CODE,
-                    f"{names} carries this iteration's autograd graph into the next one while backward "
-                    f"runs every iteration: detach it after backward",
-                    stmt.node,
-                    fix,
-                )
+                if loop.method is not None:
+                    message = (
+                        f"{names} lives on the object and carries this call's autograd graph into the next "
+                        f"call of `{loop.method}`, which runs backward every time: detach it after backward"
+                    )
+                else:
+                    message = (
+                        f"{names} carries this iteration's autograd graph into the next one while backward "
+                        f"runs every iteration: detach it after backward"
+                    )
+                yield Violation(CODE, message, stmt.node, fix)

@@ -1,0 +1,159 @@
+"""How long a value lives and what produced it: an accumulator reset every iteration (or every
+window) against one that outlives the loop, `self` attributes across the methods of a class, and
+whether a value comes out of a forward pass that runs with autograd on."""
+
+from __future__ import annotations
+
+import ast
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+
+if TYPE_CHECKING:
+    from accumlint.analysis.facts import ModuleFacts
+
+_CLEARING = {"clear", "zero_", "fill_", "reset", "reset_"}
+# Methods a framework runs with autograd off (Lightning's evaluation hooks, Hugging Face's
+# prediction_step): what they keep carries no graph.
+NO_GRAD_HOOKS = frozenset({
+    "validation_step", "test_step", "predict_step", "prediction_step", "evaluation_step",
+    "on_validation_batch_end", "on_test_batch_end", "on_predict_batch_end",
+    "on_validation_epoch_end", "on_test_epoch_end", "validation_epoch_end", "test_epoch_end",
+})
+_MODEL_NAMES = ("model", "net", "network", "encoder", "decoder", "generator", "discriminator", "policy")
+_MODEL_METHODS = {"parameters", "named_parameters", "eval", "train", "zero_grad", "state_dict", "modules"}
+_FORWARD_METHODS = {"forward", "__call__"}
+
+
+def _fresh(value: Optional[ast.expr], name: str) -> bool:
+    """A value that starts the accumulator anew: it does not read the accumulator itself."""
+    return value is not None and name not in names_in(value)
+
+
+def resets(scope: Scope, name: str, within: Optional[Loop] = None) -> Iterator[Stmt]:
+    """Statements that start `name` anew (`total = 0`, `losses = []`, `losses.clear()`,
+    `del losses[:]`), optionally only those inside `within`."""
+    for definition in scope.definitions(name):
+        if within is not None and not within.contains(definition.stmt):
+            continue
+        if definition.kind == "assign" and _fresh(definition.value, name):
+            yield definition.stmt
+        elif definition.kind == "inplace" and definition.op in _CLEARING:
+            yield definition.stmt
+    for site in scope.calls:
+        if within is not None and not within.contains(site.stmt):
+            continue
+        receiver, method = method_of(site.call)
+        if method in _CLEARING and receiver is not None and dotted(receiver) == name:
+            yield site.stmt
+    for stmt in scope.stmts:
+        if isinstance(stmt.node, ast.Delete) and (within is None or within.contains(stmt)):
+            for target in stmt.node.targets:
+                base = target.value if isinstance(target, ast.Subscript) else target
+                if dotted(base) == name:
+                    yield stmt
+
+
+def outlives(scope: Scope, name: str, loop: Loop) -> bool:
+    """`name` is carried from one iteration of `loop` to the next and never started anew inside it:
+    its first use in an iteration reads it, and no statement of the loop resets it (a total reset
+    every iteration or every window cannot grow)."""
+    inside = [o for o in scope.occurrences if o.name == name and loop.contains(o.stmt)]
+    if not inside or min(inside, key=lambda o: o.seq).write:
+        return False
+    return next(resets(scope, name, loop), None) is None
+
+
+def class_methods(facts: ModuleFacts, scope: Scope) -> list[Scope]:
+    """The methods of the class `scope` is a method of (this module's definition of it)."""
+    if scope.class_node is None:
+        return []
+    return [sf.scope for sf in facts.scopes if sf.scope.class_node is scope.class_node]
+
+
+def own_attribute(name: str) -> bool:
+    """`self.history`: an attribute of the object a method runs on."""
+    head, _, rest = name.partition(".")
+    return head == "self" and bool(rest) and "." not in rest
+
+
+def model_objects(facts: ModuleFacts) -> set[str]:
+    """Names that hold a model: their parameters are taken, they are switched to eval/train, they
+    are built from a pretrained checkpoint, or their name says so."""
+    found: set[str] = set()
+    for sf in facts.scopes:
+        for site in sf.scope.calls:
+            receiver, method = method_of(site.call)
+            if method in _MODEL_METHODS and receiver is not None and dotted(receiver):
+                found.add(dotted(receiver) or "")
+        for name, definitions in sf.scope.defs.items():
+            for definition in definitions:
+                value = definition.value
+                if isinstance(value, ast.Call) and last_part(dotted(value.func)) == "from_pretrained":
+                    found.add(name)
+    return {name for name in found if name}
+
+
+def is_model(name: Optional[str], models: set[str]) -> bool:
+    if not name:
+        return False
+    if name in models:
+        return True
+    last = last_part(name).lower()
+    return any(last == hint or last.endswith("_" + hint) or last.startswith(hint + "_") for hint in _MODEL_NAMES)
+
+
+def _forward_call(call: ast.Call, models: set[str]) -> bool:
+    """`model(x)`, `self.model(x)`, `model.forward(x)`, or a loss computed from the model
+    (`compute_loss(model, batch)`)."""
+    if is_model(dotted(call.func), models):
+        return True
+    receiver, method = method_of(call)
+    if method in _FORWARD_METHODS and receiver is not None and is_model(dotted(receiver), models):
+        return True
+    callee = last_part(dotted(call.func)).lower()
+    return "loss" in callee and any(is_model(dotted(arg), models) for arg in call.args)
+
+
+def forward_in(expr: ast.expr, at: Stmt, models: set[str], loop: Loop, depth: int = 0) -> bool:
+    """The value comes out of a forward pass run inside `loop` with autograd on: a model call in the
+    expression itself, or in the definitions inside the loop that it reads."""
+    if depth > 8 or at.no_grad:
+        return False
+    for node in walk(expr):
+        if isinstance(node, ast.Call) and _forward_call(node, models):
+            return True
+    for name in names_in(expr):
+        base, updates = reaching(name, at.scope, at.order)
+        for definition in ([base] if base is not None else []) + updates:
+            if definition.value is None or not loop.contains(definition.stmt) or definition.stmt is at:
+                continue
+            if definition.kind in {"assign", "unpack", "aug", "for"} and forward_in(
+                definition.value, definition.stmt, models, loop, depth + 1
+            ):
+                return True
+    return False
+
+
+def grad_disabled(scope: Scope) -> bool:
+    """The function turns autograd off by a statement (`torch.set_grad_enabled(False)`)."""
+    for site in scope.calls:
+        if last_part(dotted(site.call.func)) in {"set_grad_enabled", "_set_grad_enabled"} and not site.context_manager:
+            first = site.call.args[0] if site.call.args else None
+            if isinstance(first, ast.Constant) and first.value is False:
+                return True
+    return False
+
+
+def called_without_grad(facts: ModuleFacts, scope: Scope) -> bool:
+    """Some call of this function in the module runs under `torch.no_grad()`, or the function runs in
+    a framework hook that has autograd off."""
+    if scope.name in NO_GRAD_HOOKS or scope.no_grad or grad_disabled(scope):
+        return True
+    for sf in facts.scopes:
+        for site in sf.scope.calls:
+            if last_part(dotted(site.call.func)) == scope.name and (site.stmt.no_grad or grad_disabled(sf.scope)):
+                return True
+    return False

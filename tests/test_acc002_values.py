@@ -1,0 +1,481 @@
+"""ACC002 loss-kept-with-graph, by the value kept and the lifetime of what keeps it.
+
+Each shape positive and negative, in script, trainer-class and multi-module form: graph-carrying
+decided on the whole value (wherever the detach sits), tensor methods that keep the graph, stores by
+index, dicts of meters, `self` lists across method calls, evaluation passes without `no_grad`, totals
+reset every window. Every fix is checked: the fixed text compiles, loses its finding, fixing again
+changes nothing, and only the statement it lands on changes."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accumlint.engine import check_source, fix_source
+
+SELECT = {"ACC002"}
+
+
+def _src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+def found(source: str, filename: str = "case.py") -> list:
+    result = check_source(source, filename, select=SELECT)
+    assert result.error is None, result.error
+    return result.findings
+
+
+def marked(source: str) -> set[int]:
+    return {row for row, line in enumerate(source.splitlines(), 1) if "# <ACC002" in line}
+
+
+def assert_reported(source: str, filename: str = "case.py") -> list:
+    findings = found(source, filename)
+    assert {f.location.row for f in findings} == marked(source), [(f.location.row, f.message) for f in findings]
+    assert marked(source)
+    return findings
+
+
+def assert_clean(source: str, filename: str = "case.py") -> None:
+    got = [(f.location.row, f.message) for f in found(source, filename)]
+    assert got == [], f"{got}\n{source}"
+
+
+def assert_fix(source: str, changed: dict[str, str], filename: str = "case.py", unsafe: bool = False) -> str:
+    """The fix compiles, removes every finding, is idempotent, and changes exactly the lines in
+    `changed` (old stripped line -> new stripped line)."""
+    once = fix_source(source, filename, select=SELECT, unsafe_fixes=unsafe)
+    assert once.error is None, once.error
+    fixed = once.fixed_source
+    assert fixed is not None, "no fix applied"
+    compile(fixed, filename, "exec")
+    assert once.findings == [] and found(fixed, filename) == []
+    twice = fix_source(fixed, filename, select=SELECT, unsafe_fixes=unsafe)
+    assert twice.error is None and twice.fixed_source is None
+    old, new = source.splitlines(), fixed.splitlines()
+    assert len(old) == len(new)
+    for before, after in zip(old, new):
+        if before != after:
+            assert changed.get(before.strip()) == after.strip(), (before, after)
+        else:
+            assert before.strip() not in changed, before
+    return fixed
+
+
+# --- the value decides: tensor methods, products and quotients, detach anywhere ---------------------
+
+LOOP = """
+    def train(model, loader, criterion, optimizer):
+        {holder}
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            {store}  # <ACC002
+"""
+
+
+@pytest.mark.parametrize("holder, store, fixed", [
+    ("total = 0.0", "total += loss.float()", "total += loss.float().detach()  # <ACC002"),
+    ("total = 0.0", "total += loss.half()", "total += loss.half().detach()  # <ACC002"),
+    ("total = 0.0", "total += loss.to('cpu')", "total += loss.to('cpu').detach()  # <ACC002"),
+    ("losses = []", "losses.append(loss / 2)", "losses.append((loss / 2).detach())  # <ACC002"),
+    ("total = 0.0", "total += loss * x.size(0)", "total += (loss * x.size(0)).detach()  # <ACC002"),
+    ("total = 0.0", "total = total + 2 * loss", "total = total + (2 * loss).detach()  # <ACC002"),
+])
+def test_graph_kept_through_tensor_methods_and_arithmetic(holder, store, fixed):
+    source = _src(LOOP.format(holder=holder, store=store))
+    findings = assert_reported(source)
+    assert findings[0].fix is not None and findings[0].fix.applicability == "safe"
+    assert_fix(source, {f"{store}  # <ACC002": fixed})
+
+
+@pytest.mark.parametrize("holder, store", [
+    ("total = 0.0", "total += (loss.detach() - 1).abs().mean()"),
+    ("errors = []", "errors.append((model(x).detach() - y).abs().mean())"),
+    ("total = 0.0", "total += loss.item() / x.size(0)"),
+    ("total = 0", "total += float(loss) / 4"),
+    ("preds = []", "preds.append(model(x).max(1)[1])"),
+    ("preds = []", "preds.append(model(x).topk(1)[1])"),
+    ("preds = []", "preds.append(model(x).data.argmax(1))"),
+])
+def test_value_detached_inside_the_expression_is_graph_free(holder, store):
+    assert_clean(_src(LOOP.format(holder=holder, store=store)).replace("  # <ACC002", ""))
+
+
+# --- stores by index, dicts of meters ---------------------------------------------------------------
+
+def test_store_by_index_into_a_long_lived_dict():
+    source = _src("""
+        def train(model, loader, criterion, optimizer):
+            curve = {}
+            for step, (x, y) in enumerate(loader):
+                loss = criterion(model(x), y)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                curve[step] = loss  # <ACC002
+            print(curve)
+    """)
+    assert_reported(source)
+    assert_fix(source, {"curve[step] = loss  # <ACC002": "curve[step] = loss.detach()  # <ACC002"})
+
+
+def test_store_by_index_rebuilt_every_iteration_is_clean():
+    assert_clean(_src("""
+        def train(model, loader, criterion, optimizer):
+            for step, (x, y) in enumerate(loader):
+                curve = {}
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                curve[step] = loss
+    """))
+
+
+def test_preallocated_output_backwarded_is_clean():
+    assert_clean(_src("""
+        import torch
+        for x, y in loader:
+            outputs = torch.zeros(x.size(0), 10)
+            for t in range(x.size(0)):
+                outputs[t] = decoder(x[t])
+            loss = criterion(outputs, y)
+            loss.backward()
+            optimizer.step()
+    """))
+
+
+METERS = _src("""
+    sums = {"ce": 0.0, "kl": 0.0}
+    for x, y in loader:
+        out = model(x)
+        terms = {"ce": ce(out, y), "kl": kl(out)}
+        loss = terms["ce"] + terms["kl"]
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        for name, value in terms.items():
+            sums[name] += value  # <ACC002
+""")
+
+
+def test_dict_of_meters_keeps_every_term():
+    findings = assert_reported(METERS)
+    assert "`sums`" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"
+    assert_fix(METERS, {"sums[name] += value  # <ACC002": "sums[name] += value.detach()  # <ACC002"}, unsafe=True)
+
+
+def test_dict_of_meters_fed_with_items_is_clean():
+    assert_clean(METERS.replace("sums[name] += value  # <ACC002", "sums[name] += value.item()"))
+
+
+# --- lifetimes: a total reset every window cannot grow -----------------------------------------------
+
+def test_running_loss_reset_at_every_optimizer_step_is_clean():
+    assert_clean(_src("""
+        running_loss = 0
+        for i, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / k
+            running_loss += loss
+            loss.backward()
+            if (i + 1) % k == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                print(running_loss.item())
+                running_loss = 0
+    """))
+
+
+def test_total_reset_per_epoch_outlives_the_batch_loop():
+    source = _src("""
+        for epoch in range(epochs):
+            epoch_loss = 0.0
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                epoch_loss += loss  # <ACC002
+            print(epoch, epoch_loss)
+    """)
+    assert_reported(source)
+    assert_fix(source, {"epoch_loss += loss  # <ACC002": "epoch_loss += loss.detach()  # <ACC002"})
+
+
+def test_list_cleared_every_iteration_is_clean():
+    assert_clean(_src("""
+        losses = []
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+            print(sum(l.item() for l in losses))
+            losses.clear()
+    """))
+
+
+# --- evaluation passes without no_grad ---------------------------------------------------------------
+
+EVAL = _src("""
+    import torch
+
+
+    def evaluate(model, loader, criterion):
+        model.eval()
+        losses = []
+        for x, y in loader:
+            out = model(x)
+            losses.append(criterion(out, y))  # <ACC002
+        return torch.stack(losses).mean().item()
+
+
+    val = evaluate(model, val_loader, criterion)
+""")
+
+
+def test_evaluation_pass_without_no_grad_is_reported():
+    findings = assert_reported(EVAL)
+    assert "never calls backward" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"
+    assert fix_source(EVAL, "case.py", select=SELECT).fixed_source is None  # unsafe: needs opt-in
+    fixed = fix_source(EVAL, "case.py", select=SELECT, unsafe_fixes=True).fixed_source
+    assert fixed is not None
+    compile(fixed, "case.py", "exec")
+    assert "    with torch.no_grad():\n        for x, y in loader:\n            out = model(x)\n" in fixed
+    assert found(fixed) == []
+    assert fix_source(fixed, "case.py", select=SELECT, unsafe_fixes=True).fixed_source is None
+    # Only the loop moved: every other line is the same.
+    old = [line for line in EVAL.splitlines() if "for x, y" not in line and "out = model" not in line and "losses.append" not in line]
+    new = [line for line in fixed.splitlines() if "no_grad" not in line and "for x, y" not in line
+           and "out = model" not in line and "losses.append" not in line]
+    assert old == new
+
+
+def test_evaluation_pass_without_torch_import_has_no_fix():
+    source = EVAL.replace("import torch\n", "from torch import stack\n").replace("torch.stack", "stack")
+    findings = assert_reported(source)
+    assert findings[0].fix is None
+
+
+@pytest.mark.parametrize("guard", [
+    ("    with torch.no_grad():\n", 1),
+    ("    torch.set_grad_enabled(False)\n", 0),
+])
+def test_evaluation_pass_with_autograd_off_is_clean(guard):
+    text, indent = guard
+    lines = EVAL.replace("  # <ACC002", "").splitlines(keepends=True)
+    start = next(i for i, line in enumerate(lines) if "for x, y" in line)
+    body = lines[start:start + 3]
+    lines[start:start + 3] = [text] + ["    " * indent + line for line in body]
+    assert_clean("".join(lines))
+
+
+def test_evaluation_called_under_no_grad_is_clean():
+    assert_clean(EVAL.replace("  # <ACC002", "").replace(
+        "val = evaluate(model, val_loader, criterion)",
+        "with torch.no_grad():\n    val = evaluate(model, val_loader, criterion)",
+    ))
+
+
+def test_evaluation_decorated_no_grad_or_keeping_indices_is_clean():
+    assert_clean(EVAL.replace("  # <ACC002", "").replace("def evaluate", "@torch.no_grad()\ndef evaluate"))
+    assert_clean(EVAL.replace("losses.append(criterion(out, y))  # <ACC002", "losses.append(out.argmax(1))"))
+
+
+def test_forward_under_no_grad_then_kept_is_clean():
+    assert_clean(_src("""
+        import torch
+        losses = []
+        for batch in eval_loader:
+            with torch.no_grad():
+                outputs = model(**batch)
+            losses.append(outputs.loss)
+    """))
+
+
+def test_loop_keeping_chunks_for_a_returned_loss_is_clean():
+    assert_clean(_src("""
+        import torch
+        def per_token_logps(model, chunks):
+            kept = []
+            for chunk in chunks:
+                kept.append(model(chunk).logits)
+            logps = torch.cat(kept)
+            return logps
+    """))
+
+
+def test_lightning_validation_step_keeps_nothing():
+    assert_clean(_src("""
+        import lightning as L
+        class Lit(L.LightningModule):
+            def validation_step(self, batch, batch_idx):
+                out = self.model(batch)
+                self.val_outputs.append(out)
+                for x in batch:
+                    self.val_outputs.append(self.model(x))
+    """))
+
+
+# --- trainer classes: `self` lists across method calls ----------------------------------------------
+
+TRAINER = _src("""
+    import torch
+
+
+    class Trainer:
+        def __init__(self, model, optimizer, criterion):
+            self.model = model
+            self.optimizer = optimizer
+            self.criterion = criterion
+            self.history = []
+
+        def train_step(self, x, y):
+            loss = self.criterion(self.model(x), y)
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            self.history.append(loss)  # <ACC002
+
+        def on_epoch_end(self):
+            print(torch.stack(self.history).mean())
+            self.history.clear()
+""")
+
+
+def test_self_history_filled_across_calls_is_reported():
+    findings = assert_reported(TRAINER)
+    assert "across calls of `train_step`" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability == "safe"
+    assert_fix(TRAINER, {"self.history.append(loss)  # <ACC002": "self.history.append(loss.detach())  # <ACC002"})
+
+
+def test_self_list_without_loop_or_backward_in_a_training_step():
+    source = _src("""
+        class Trainer:
+            def training_step(self, batch, y):
+                loss = self.criterion(self.model(batch), y)
+                self.outputs.append(loss)  # <ACC002
+                return loss
+    """)
+    assert_reported(source)
+
+
+@pytest.mark.parametrize("variant", [
+    # backward-ed later: a deferred loss
+    ("    def on_epoch_end(self):", "    def flush(self):\n        for l in self.history:\n            l.backward()\n\n    def on_epoch_end(self):"),
+    # handed out by a getter
+    ("    def on_epoch_end(self):", "    def get(self, i):\n        return self.history[i]\n\n    def on_epoch_end(self):"),
+    # reset at every optimizer step
+    ("        self.history.append(loss)  # <ACC002", "        self.history.append(loss)\n        self.history = []"),
+    # detached
+    ("        self.history.append(loss)  # <ACC002", "        self.history.append(loss.detach())"),
+])
+def test_self_list_not_a_leak(variant):
+    old, new = variant
+    assert old in TRAINER
+    assert_clean(TRAINER.replace(old, new).replace("  # <ACC002", ""))
+
+
+def test_trainer_with_loop_and_meter_dict_on_self():
+    source = _src("""
+        class Trainer:
+            def fit(self, loader):
+                for x, y in loader:
+                    loss = self.criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+                    self.meters["loss"] += loss  # <ACC002
+    """)
+    assert_reported(source)
+    assert_fix(source, {'self.meters["loss"] += loss  # <ACC002': 'self.meters["loss"] += loss.detach()  # <ACC002'})
+
+
+# --- multi-module ------------------------------------------------------------------------------------
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(_src(text))
+
+
+def test_helper_in_another_module_returns_a_live_loss(tmp_path):
+    _write(tmp_path, {
+        "losses.py": """
+            def compute(model, x, y, criterion):
+                return criterion(model(x), y)
+        """,
+        "train.py": """
+            from losses import compute
+
+            total = 0.0
+            for x, y in loader:
+                loss = compute(model, x, y, criterion)
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+                total += loss * 2
+        """,
+    })
+    path = tmp_path / "train.py"
+    findings = found(path.read_text(), str(path))
+    assert [(f.location.row, f.code) for f in findings] == [(9, "ACC002")]
+    fixed = fix_source(path.read_text(), str(path), select=SELECT).fixed_source
+    assert fixed is not None and "total += (loss * 2).detach()" in fixed
+
+
+def test_helper_in_another_module_returns_a_float(tmp_path):
+    _write(tmp_path, {
+        "steps.py": """
+            def train_one(model, x, y, criterion, optimizer):
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+                return loss.item() / x.size(0)
+        """,
+        "train.py": """
+            from steps import train_one
+
+            total = 0.0
+            for x, y in loader:
+                loss = train_one(model, x, y, criterion, optimizer)
+                total += loss
+        """,
+    })
+    path = tmp_path / "train.py"
+    assert found(path.read_text(), str(path)) == []
+
+
+def test_evaluation_helper_in_another_module_called_under_no_grad(tmp_path):
+    _write(tmp_path, {
+        "evaluation.py": """
+            def run_eval(model, loader):
+                outs = []
+                for x in loader:
+                    outs.append(model(x))
+                return outs
+        """,
+        "train.py": """
+            import torch
+            from evaluation import run_eval
+
+            for x, y in loader:
+                loss = criterion(model(x), y)
+                loss.backward()
+                optimizer.step()
+            with torch.no_grad():
+                outs = run_eval(model, val_loader)
+        """,
+    })
+    for name in ("train.py", "evaluation.py"):
+        path = tmp_path / name
+        assert found(path.read_text(), str(path)) == []
