@@ -1,7 +1,7 @@
 """Time accumlint against CPython's ast.parse, as whole processes, and show where the time goes.
 
-    python benchmarks/bench_check.py [--corpus DIR] [--lines 60000] [--repeat 3]
-                                     [--project-lines 50000] [--big 200000] [--profile]
+    python benchmarks/bench_check.py [--corpus DIR] [--lines 60000] [--repeat 3] [--jobs N]
+        [--project-lines 50000] [--big 200000] [--big-timeout 600] [--stage-lines 20000] [--profile]
 
 One run prints:
   1. a corpus (--corpus DIR, copied to a temporary folder; else a deterministic synthetic one):
@@ -9,10 +9,12 @@ One run prints:
      default jobs, and the warm run (cache filled by the run before);
   2. one file of a generated project whose local imports reach --project-lines lines;
   3. one generated file of --big lines (and one of half as many) with a training loop at its end;
-  4. where the time goes, in process (time counters around the engine's stages; --profile adds
-     cProfile's top functions).
-Each whole-process timing is the best of --repeat runs of a fresh interpreter, wall clock (start-up
-and imports count); the big files run once each. Figures only: nothing is asserted.
+  4. where the time goes, in process, on the corpus, the project file and a --stage-lines file
+     like the big one (time counters around the engine's stages; --profile adds cProfile's top
+     functions).
+Each whole-process timing is the best of --repeat runs of a fresh interpreter (start-up and
+imports count), wall clock and CPU time; the big files run once each and are stopped after
+--big-timeout seconds. Figures only: nothing is asserted.
 """
 
 from __future__ import annotations
@@ -289,16 +291,20 @@ def big_file(path: Path, lines: int) -> Path:
 # --- timing ----------------------------------------------------------------------------------
 
 
-def best_of(command: list[str], repeat: int, cwd: Path, before=None) -> tuple[float, float]:
+def best_of(command: list[str], repeat: int, cwd: Path, before=None, timeout=None) -> tuple[float, float]:
     """(wall, cpu) seconds, each the best of `repeat` runs; cpu is user + system time of the
-    process and the workers it waited for, steadier than wall time on a loaded machine."""
+    process and the workers it waited for, steadier than wall time on a loaded machine.
+    A run past `timeout` seconds is killed and counts as infinitely long."""
     wall = cpu = float("inf")
     for _ in range(repeat):
         if before:
             before()
         used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
-        done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd)
+        try:
+            done = subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=cwd, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return float("inf"), float("inf")
         wall = min(wall, time.perf_counter() - start)
         after = resource.getrusage(resource.RUSAGE_CHILDREN)
         cpu = min(cpu, after.ru_utime - used.ru_utime + after.ru_stime - used.ru_stime)
@@ -319,6 +325,8 @@ def lines_of(paths) -> int:
 
 # (label, module, attribute path): each is wrapped with a timer while accumlint runs in process.
 # Indented labels are parts of the row above. A name that the code no longer has shows "n/a".
+# The work inside fix verification (it parses, analyses and runs the rules again on each fixed
+# text) counts in its own row only.
 STAGES = [
     ("discover files", "accumlint.discovery", "discover"),
     ("read files", "accumlint.runner", "read_source"),
@@ -331,6 +339,7 @@ STAGES = [
     ("    local modules analysed", "accumlint.analysis.calls", "analysed"),
     ("      of which read and parsed", "accumlint.project", "ProjectIndex.module"),
     ("  rules", "accumlint.engine", "_violations"),
+    ("  fix verification (each fix re-checked)", "accumlint.engine", "_Analysis._verify_fixes"),
     ("report (text)", "accumlint.reporting", "FORMATS.text"),
 ]
 
@@ -340,6 +349,7 @@ def stage_timers():
     """Wrap each stage with a timer (outermost calls only); yields {label: [seconds, calls]}."""
     spent: dict[str, list] = {}
     undo = []
+    verifying = [0]
     for label, module_name, path in STAGES:
         try:
             owner = importlib.import_module(module_name)
@@ -351,10 +361,12 @@ def stage_timers():
             continue
         spent[label] = [0.0, 0]
 
-        def timed(*args, _original=original, _slot=spent[label], _depth=[0], **kwargs):
-            if _depth[0]:
+        def timed(*args, _original=original, _slot=spent[label], _depth=[0], _verify="verification" in label,
+                  **kwargs):
+            if _depth[0] or (verifying[0] and not _verify):
                 return _original(*args, **kwargs)
             _depth[0] += 1
+            verifying[0] += _verify
             start = time.process_time()
             try:
                 return _original(*args, **kwargs)
@@ -362,6 +374,7 @@ def stage_timers():
                 _slot[0] += time.process_time() - start
                 _slot[1] += 1
                 _depth[0] -= 1
+                verifying[0] -= _verify
 
         if isinstance(owner, dict):
             owner[name] = timed
@@ -433,6 +446,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--project-lines", type=int, default=50_000)
     parser.add_argument("--big", type=int, default=200_000, help="lines of the big file (0: skip)")
+    parser.add_argument("--big-timeout", type=int, default=600, help="seconds before a big-file run is killed")
+    parser.add_argument("--stage-lines", type=int, default=20_000, help="lines of the big file run in process")
     parser.add_argument("--profile", action="store_true", help="also print cProfile's top functions")
     args = parser.parse_args()
 
@@ -453,20 +468,23 @@ def main() -> None:
         parse = best_of([PYTHON, "-c", PARSE, str(corpus)], repeat, corpus)
         print(f"\n{'run':44} {'wall s':>7} {'cpu s':>7} {'lines/s':>8} {'x ast.parse':>12} {'(cpu)':>6}")
 
-        def row(name: str, seconds: tuple[float, float], lines: int = 0) -> None:
+        def row(name: str, seconds: tuple[float, float], lines: int = 0, workers: bool = False) -> None:
+            # With workers, the cpu time would miss theirs (the forkserver reaps them): wall only.
             (wall, cpu), rate, ratio = seconds, "", ""
             if lines:
-                rate, ratio = f"{lines / wall:8.0f}", f"{wall / parse[0]:11.1f}x {cpu / parse[1]:5.1f}x"
-            print(f"{name:44} {wall:7.3f} {cpu:7.3f} {rate:>8} {ratio:>19}", flush=True)
+                rate, ratio = f"{lines / wall:8.0f}", f"{wall / parse[0]:11.1f}x " + (
+                    "     -" if workers else f"{cpu / parse[1]:5.1f}x")
+            print(f"{name:44} {wall:7.3f} {'-' if workers else f'{cpu:.3f}':>7} {rate:>8} {ratio:>19}", flush=True)
 
         row("ast.parse of every file, 1 process", parse, total)
         row("python -m accumlint --version (start-up)", best_of([PYTHON, "-m", "accumlint", "--version"], repeat, corpus))
         row("accumlint cold, --no-cache --jobs 1", best_of(accumlint("--no-cache", "--jobs", "1", "."), repeat, corpus), total)
         row(f"accumlint cold, --no-cache --jobs {args.jobs}",
-            best_of(accumlint("--no-cache", "--jobs", str(args.jobs), "."), repeat, corpus), total)
+            best_of(accumlint("--no-cache", "--jobs", str(args.jobs), "."), repeat, corpus), total, args.jobs > 1)
         cache = corpus / ".accumlint_cache"
         row(f"accumlint filling an empty cache, --jobs {args.jobs}",
-            best_of(accumlint("."), repeat, corpus, lambda: shutil.rmtree(cache, ignore_errors=True)), total)
+            best_of(accumlint("."), repeat, corpus, lambda: shutil.rmtree(cache, ignore_errors=True)), total,
+            args.jobs > 1)
         row(f"accumlint warm (every file cached), --jobs {args.jobs}", best_of(accumlint("."), repeat, corpus), total)
 
         project = work / "project"
@@ -484,7 +502,10 @@ def main() -> None:
                 start = time.process_time()
                 ast.parse(path.read_bytes())
                 parse_big = time.process_time() - start
-                wall, cpu = best_of(accumlint("--no-cache", path.name), 1, work)
+                wall, cpu = best_of(accumlint("--no-cache", path.name), 1, work, timeout=args.big_timeout)
+                if cpu == float("inf"):
+                    print(f"{f'{size} lines':44} stopped after {args.big_timeout} s; ast.parse {parse_big:.3f} s")
+                    break
                 growth = f"{cpu / first:12.2f}x" if first else ""
                 first = first or cpu
                 print(f"{f'{size} lines':44} {wall:7.3f} {cpu:7.3f} {size / cpu:8.0f} {parse_big:12.3f} {growth:>13}",
@@ -496,15 +517,15 @@ def main() -> None:
         total_s, spent, profiler = run_in_process(["--no-cache", "--jobs", "1", "."], corpus, args.profile)
         columns["corpus"] = (total_s, spent)
         columns["project file"] = run_in_process(["--no-cache", "--jobs", "1", "train.py"], project)[:2]
-        if args.big:
-            name = f"big{args.big // 2}.py"
-            columns[f"{args.big // 2} lines"] = run_in_process(["--no-cache", "--jobs", "1", name], work)[:2]
+        if args.stage_lines:
+            name = big_file(work / "stages.py", args.stage_lines).name
+            columns[f"{args.stage_lines}-line file"] = run_in_process(["--no-cache", "--jobs", "1", name], work)[:2]
         print_stages(columns)
         if profiler:
             print_profile(profiler, "corpus")
-        if args.big and args.profile:
-            profiler = run_in_process(["--no-cache", "--jobs", "1", f"big{args.big // 2}.py"], work, True)[2]
-            print_profile(profiler, f"{args.big // 2}-line file")
+        if args.stage_lines and args.profile:
+            profiler = run_in_process(["--no-cache", "--jobs", "1", "stages.py"], work, True)[2]
+            print_profile(profiler, f"{args.stage_lines}-line file")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
