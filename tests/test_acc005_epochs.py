@@ -177,6 +177,40 @@ def test_epoch_defined_by_a_step_count_is_clean():
         assert acc005(source) == [], source
 
 
+def test_deepspeed_engine_step_is_left_to_the_engine():
+    assert acc005("""
+        model_engine, optimizer, _, _ = deepspeed.initialize(model=model, config=ds_config)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=8)
+        for i, batch in enumerate(loader):
+            loss = model_engine(batch) / accum
+            model_engine.backward(loss)
+            if (i + 1) % accum == 0:
+                model_engine.step()
+    """) == []
+
+
+def test_k_one_unless_deepspeed_owns_the_step_is_clean():
+    # accelerate's test scripts: k comes from the DeepSpeed config, which then steps by itself.
+    source = """
+        def training_function(accelerator, model, optimizer, train_dataloader):
+            if accelerator.state.deepspeed_plugin is not None:
+                gradient_accumulation_steps = accelerator.state.deepspeed_plugin.deepspeed_config[
+                    "gradient_accumulation_steps"
+                ]
+            else:
+                gradient_accumulation_steps = 1
+            for step, batch in enumerate(train_dataloader):
+                loss = model(**batch).loss / gradient_accumulation_steps
+                accelerator.backward(loss)
+                if step % gradient_accumulation_steps == 0:
+                    optimizer.step()
+                    optimizer.zero_grad()
+    """
+    assert acc005(source) == []
+    # k from the batch size instead (accelerate's nlp_example): the off-by-one gate is real.
+    assert len(acc005(source.replace("accelerator.state.deepspeed_plugin.deepspeed_config[", "cfg[", 1))) == 1
+
+
 def test_k_bound_to_one_is_clean():
     assert acc005(loop(binding="loader = torch.utils.data.DataLoader(dataset)\naccum = 1")) == []
 

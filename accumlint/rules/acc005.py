@@ -8,9 +8,10 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import STEP
-from accumlint.analysis.collect import FOR_LOOPS
+from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, names_in, positional
 from accumlint.analysis.sized import has_len
+from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import MUL, OR, operand, replace
@@ -110,6 +111,26 @@ def _off_by_one(window: Window, start: int) -> bool:
     )
 
 
+_FRAMEWORK_CONFIGS = ("deepspeed", "ds_config", "zero_config")
+
+
+def _one_outside_framework(window: Window, scope: Scope) -> bool:
+    """k is 1 unless it is read from a DeepSpeed configuration, and then the engine owns the step
+    (Accelerate's DeepSpeed optimizer wrapper does nothing on `step()`): no window of ours."""
+    name = dotted(window.k)
+    definitions: list[Definition] = []
+    current: Optional[Scope] = scope
+    while current is not None and not definitions:
+        definitions = [d for d in current.definitions(name or "") if d.kind == "assign" and d.value is not None]
+        current = current.parent
+    ones = [d for d in definitions if (int_value(d.value) or 0) == 1]
+    others = [d for d in definitions if d not in ones]
+    return bool(ones) and bool(others) and all(
+        d.value is not None and any(word in ast.unparse(d.value).lower() for word in _FRAMEWORK_CONFIGS)
+        for d in others
+    )
+
+
 def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
     """Something besides the step (gradient sync, step bookkeeping) is decided by the same
     `counter % k` test: changing the gate would desynchronise them."""
@@ -141,6 +162,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         for window in sf.windows:
             if window.form == "inner" or window.test is None or window.test.end_clause:
                 continue
+            if facts.roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, sf.scope):
+                continue  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
             counted = _epoch_counter(window)
             if counted is None:
                 continue
