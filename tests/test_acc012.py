@@ -279,6 +279,14 @@ SCRIPT_NEGATIVES = {
             optimizer.step()
             optimizer.zero_grad()
     """,
+    "an_accumulation_plugin_is_no_k": """
+        gradient_accumulation_plugin = make_plugin(num_steps=2)
+        for x in loader:
+            loss = model(x).mean() / gradient_accumulation_plugin
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+    """,
     "an_accumulated_loss_is_no_k": """
         accum_loss = 0.0
         for x in loader:

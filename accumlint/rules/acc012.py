@@ -28,8 +28,12 @@ NAME = "accumulation-not-applied"
 SUMMARY = "accumulation is set up for k > 1 but the optimizer step is not held for k micro-steps"
 FIX: FixSafety = None
 
-# `accum_loss`, `accumulated_grad_norm`: accumulators, not the number of micro-steps.
-_NOT_K_WORDS = ("loss", "norm", "metric", "total", "sum", "mean", "avg", "grads", "acc_")
+# `accum_loss`, `accumulated_grad_norm`: accumulators, not the number of micro-steps;
+# `gradient_accumulation_plugin`, `accum_kwargs`: objects that carry it, not the number itself.
+_NOT_K_WORDS = (
+    "loss", "norm", "metric", "total", "sum", "mean", "avg", "grads", "acc_", "plugin", "kwargs", "config",
+    "handler", "enabled", "state",
+)
 # A name in a condition that changes from one micro-step to the next.
 _PER_STEP_WORDS = (
     "step", "iter", "sync", "accum", "boundary", "update", "micro", "count", "idx", "index", "batch",
