@@ -83,6 +83,36 @@ def test_loop_over_heads_only_summing_is_reported():
     """) == [7]
 
 
+def test_loop_over_precomputed_losses_is_reported_without_removal():
+    source = """
+        for x, y in loader:
+            out = model(x)
+            losses = [crit(out, y) for crit in criteria]
+            optimizer.zero_grad()
+            for loss in losses:
+                loss.backward(retain_graph=True)
+            optimizer.step()
+    """
+    [f] = acc006(source)
+    assert f.location.row == 7 and "summed losses" in f.message
+    assert fix_source(textwrap.dedent(source), "case.py", unsafe_fixes=True).fixed_source is None
+
+
+def test_fresh_graph_per_inner_micro_step_gets_the_removal():
+    source = """
+        for it in range(max_iters):
+            for micro in range(accum):
+                x, y = get_batch()
+                loss = model(x, y) / accum
+                loss.backward(retain_graph=True)
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    [f] = acc006(source)
+    assert "no later backward" in f.message
+    assert fix_source(textwrap.dedent(source), "case.py", unsafe_fixes=True).fixed_source is not None
+
+
 def test_pcgrad_reading_gradients_per_task_is_clean():
     assert acc006("""
         for x, ys in loader:

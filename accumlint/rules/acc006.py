@@ -97,6 +97,8 @@ def _shares_graph(event: Event, inner: Loop, sf) -> bool:
     """The repeated backward runs through values built before the inner loop (shared features)."""
     for name in backward_ancestry(sf.scope, [event]):
         for definition in sf.scope.definitions(name):
+            if definition.kind == "for" and definition.stmt.node is inner.node:
+                return True  # `for loss in losses:` over values computed before the loop
             if not inner.contains(definition.stmt) and definition.stmt.loops and definition.order < inner.header.order:
                 if definition.kind in {"assign", "unpack"}:
                     return True
