@@ -157,7 +157,7 @@ class Monitor:
         for rec in touched:
             if rec.in_step:  # LBFGS-style closure: part of the step itself
                 continue
-            if rec.epoch_boundary:
+            if rec.epoch_boundary and rec.next_epoch_begun:
                 rec.mixed_epochs = True
             rec.pending[info.id] = info
             recs.append(rec)
@@ -217,11 +217,12 @@ class Monitor:
     def zeroed(self, recs: list[OptRec]) -> None:
         self.windows.zeroed(recs)
 
-    def batch_fetched(self) -> None:
+    def batch_fetched(self, iterator: Any) -> None:
         self.batches += 1
+        self.windows.batch_fetched(iterator)
 
-    def epoch_ended(self) -> None:
-        self.windows.epoch_ended()
+    def epoch_ended(self, iterator: Any) -> None:
+        self.windows.epoch_ended(iterator)
 
     # ----- end of run -------------------------------------------------------------------
     def finish(self, completed: bool = True) -> None:

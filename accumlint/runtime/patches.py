@@ -239,9 +239,9 @@ class Installation:
                 try:
                     batch = original(it)
                 except StopIteration:
-                    mon.epoch_ended()
+                    mon.epoch_ended(it)
                     raise
-                mon.batch_fetched()
+                mon.batch_fetched(it)
                 return batch
             return __next__
         self._replace(cls, "__next__", make)

@@ -75,7 +75,9 @@ class OptRec:
         self.windows: list[Window] = []
         self.batch_mark = 0
         self.epoch_boundary = False  # an epoch ended while backward passes were pending
-        self.mixed_epochs = False  # ... and more backward passes came after it
+        self.ended_iterator: Optional[weakref.ref[Any]] = None  # the DataLoader iterator that ended
+        self.next_epoch_begun = False  # ... and another iterator has since given a batch
+        self.mixed_epochs = False  # ... and more backward passes came after that
         self.zeroed_pending = False
         self.scaled_by: set[int] = set()
         self.last_seen: Optional[BackwardInfo] = None
@@ -84,4 +86,6 @@ class OptRec:
         self.pending.clear()
         self.batch_mark = batches
         self.epoch_boundary = self.mixed_epochs = self.zeroed_pending = False
+        self.next_epoch_begun = False
+        self.ended_iterator = None
         self.scaled_by.clear()

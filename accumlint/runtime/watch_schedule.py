@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 from typing import Any, Optional
 
-from accumlint.runtime.findings import Site, Table
+from accumlint.runtime.findings import Site, Table, user_frames
 from accumlint.runtime.watcher import Watcher
 
 
@@ -13,6 +14,7 @@ class _SchedRec:
         self.opt_steps: Optional[int] = None
         self.calls_at_step: dict[int, int] = {}
         self.site: Optional[Site] = None
+        self.last_call: Optional[tuple[int, int, int]] = None
 
 
 class ScheduleWatcher(Watcher):
@@ -25,6 +27,13 @@ class ScheduleWatcher(Watcher):
         if rec is None:
             return
         srec = self._scheds.setdefault(id(sched), _SchedRec())
+        # A wrapper may step the scheduler several times in one call of the user's (Accelerate
+        # steps it once per process): one user call, at one place, with no backward between.
+        frame = next(user_frames(sys._getframe(1)), None)
+        call = (id(frame), frame.f_lasti if frame else -1, self.monitor.backward_count)
+        if call == srec.last_call:
+            return
+        srec.last_call = call
         srec.calls_at_step[rec.steps] = srec.calls_at_step.get(rec.steps, 0) + 1
         if srec.opt_steps == rec.steps:
             srec.site = srec.site or Site.here()

@@ -3,6 +3,7 @@ zeroing inside a window (ACC007) and windows that never reach a step (ACC005).""
 
 from __future__ import annotations
 
+import weakref
 from typing import Any, Optional
 
 import torch
@@ -55,8 +56,14 @@ class WindowWatcher(Watcher):
         if window.batches is not None and window.batches < 2:
             return  # one DataLoader batch split by hand, or several losses of one batch
         measured = self._weigh(infos, window.batches)
-        if measured is not None:
-            window.verdict, window.weights = measured
+        if measured is None:
+            return
+        window.verdict, window.weights = measured
+        if rec.epoch_boundary and window.verdict is not None and window.verdict.kind in (
+                "underdivided", "overdivided"):
+            # the data ran out inside this window: a short last window divided by k is the
+            # epoch's flush, not a wrong divisor (with an epoch shorter than k, every window is)
+            window.verdict = None
 
     def _weigh(self, infos: list[BackwardInfo],
                batches: Optional[int]) -> Optional[tuple[Optional[verdicts.Verdict], list[float]]]:
@@ -103,10 +110,19 @@ class WindowWatcher(Watcher):
             rec.zeroed_pending = True
             rec.epoch_boundary = rec.mixed_epochs = False
 
-    def epoch_ended(self) -> None:
+    def epoch_ended(self, iterator: Any) -> None:
         for rec in self.monitor.opts:
             if rec.pending and not rec.in_step:
                 rec.epoch_boundary = True
+                rec.ended_iterator = weakref.ref(iterator)  # an id could be reused by the next
+
+    def batch_fetched(self, iterator: Any) -> None:
+        # A loader that reads one batch ahead (Accelerate's) ends its epoch before the last
+        # batch is used: only a batch from another iterator starts the next epoch.
+        for rec in self.monitor.opts:
+            ended = rec.ended_iterator() if rec.ended_iterator is not None else None
+            if rec.epoch_boundary and ended is not iterator:
+                rec.next_epoch_begun = True
 
     # ----- end of run -------------------------------------------------------------------
     def finish(self, completed: bool) -> None:

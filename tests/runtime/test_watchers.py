@@ -81,12 +81,36 @@ def test_zeroing_inside_the_window_table(tmp_path, capsys):
     assert _table(finding)["rows"][:2] == [[0, 1], [0, 1]]  # one pass dropped each micro-step
 
 
+def test_read_ahead_loader_flushing_each_epoch_is_clean(tmp_path, capsys):
+    status, findings, _ = _run(tmp_path, capsys, loops.READ_AHEAD_LOADER)
+    assert (status, findings) == (0, [])
+
+
+def test_epochs_shorter_than_a_window_are_not_a_wrong_divisor(tmp_path, capsys):
+    assert "torch.randn(24, 4)" in loops.SHORT_EPOCHS
+    status, findings, _ = _run(tmp_path, capsys, loops.SHORT_EPOCHS)
+    assert (status, findings) == (0, [])
+
+
+def test_read_ahead_loader_leaking_the_partial_window_is_acc005(tmp_path, capsys):
+    assert "if (i + 1) % 4 == 0:" in loops.READ_AHEAD_LEAKING
+    _, findings, _ = _run(tmp_path, capsys, loops.READ_AHEAD_LEAKING)
+    assert {f["code"] for f in findings} == {"ACC005"}
+    stale = [f for f in findings if f["evidence"].get("window_size") == 6]
+    assert stale, findings  # 2 leftover passes applied with the next epoch's 4
+
+
 # ----- schedule ---------------------------------------------------------------------------
 def test_scheduler_every_micro_step_table(tmp_path, capsys):
     _, findings, _ = _run(tmp_path, capsys, loops.SCHEDULER_EVERY_MICRO_STEP)
     (finding,) = findings
     assert finding["code"] == "ACC008"
     assert [row[1] for row in _table(finding)["rows"]][1:3] == [4, 4]
+
+
+def test_scheduler_stepped_twice_by_one_wrapper_call_is_clean(tmp_path, capsys):
+    status, findings, _ = _run(tmp_path, capsys, loops.SCHEDULER_WRAPPED, name="wrapped.py")
+    assert (status, findings) == (0, [])
 
 
 # ----- the report's shape ---------------------------------------------------------------

@@ -103,3 +103,62 @@ for i in range(16):
         opt.step()
         opt.zero_grad()
 """
+
+# A loader that reads one batch ahead (as Accelerate's prepared DataLoader does), 10 batches an
+# epoch, k = 4, the step also at the end of the data: windows of 4, 4 and 2, all stepped. The
+# underlying DataLoader ends its epoch before the last batch is used: no partial-window finding.
+READ_AHEAD_LOADER = HEADER + """
+from torch.utils.data import DataLoader, TensorDataset
+
+
+def read_ahead(loader):
+    iterator = iter(loader)
+    current = next(iterator)
+    for upcoming in iterator:
+        yield current, False
+        current = upcoming
+    yield current, True
+
+
+loader = DataLoader(TensorDataset(torch.randn(80, 4), torch.randn(80, 1)), batch_size=8)
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for epoch in range(3):
+    for i, ((x, y), last) in enumerate(read_ahead(loader)):
+        (nn.functional.mse_loss(model(x), y) / 4).backward()
+        if (i + 1) % 4 == 0 or last:
+            opt.step()
+            opt.zero_grad()
+"""
+
+# The same loop without the end-of-data step: the 2 leftover passes leak into the next epoch.
+READ_AHEAD_LEAKING = READ_AHEAD_LOADER.replace("if (i + 1) % 4 == 0 or last:",
+                                               "if (i + 1) % 4 == 0:")
+
+# A wrapper that steps the scheduler once per process in one call, as Accelerate's prepared
+# scheduler does with several processes: one user call per optimizer step, not ACC008.
+SCHEDULER_WRAPPED = HEADER + """
+class SchedulerPerProcess:
+    def __init__(self, scheduler, processes):
+        self.scheduler, self.processes = scheduler, processes
+
+    def step(self):
+        for _ in range(self.processes):
+            self.scheduler.step()
+
+
+model = nn.Linear(4, 1)
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+sched = SchedulerPerProcess(torch.optim.lr_scheduler.StepLR(opt, step_size=5), 2)
+for i in range(16):
+    (model(torch.randn(8, 4)).pow(2).mean() / 4).backward()
+    if (i + 1) % 4 == 0:
+        opt.step()
+        sched.step()
+        opt.zero_grad()
+"""
+
+# Each epoch shorter than one window (3 batches, k = 4), flushed at the end of the data: every
+# window is a partial one divided by k. Not a wrong divisor (ACC010).
+SHORT_EPOCHS = READ_AHEAD_LOADER.replace("torch.randn(80, 4), torch.randn(80, 1)",
+                                         "torch.randn(24, 4), torch.randn(24, 1)")
