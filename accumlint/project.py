@@ -44,6 +44,8 @@ class ProjectIndex:
         self.root = root
         self._search = [root, root / "src"]
         self._modules: dict[Path, tuple[tuple[int, int], Optional[LocalModule]]] = {}
+        self._found: dict[tuple[Path, str, int], Optional[Path]] = {}
+        self._resolved_root = root.resolve()
 
     # --- finding files ---------------------------------------------------------------------
     def _file_for(self, base: Path, parts: list[str]) -> Optional[Path]:
@@ -54,7 +56,15 @@ class ProjectIndex:
         return None
 
     def module_file(self, importer: Path, dotted: str, level: int = 0) -> Optional[Path]:
-        """The file of module `dotted` imported from `importer` (relative when `level` > 0)."""
+        """The file of module `dotted` imported from `importer` (relative when `level` > 0);
+        answers, misses included, are remembered per importer folder (a file system is slow to
+        ask the same thing once per import of `torch`)."""
+        key = (importer.resolve().parent, dotted, level)
+        if key not in self._found:
+            self._found[key] = self._look_up(importer, dotted, level)
+        return self._found[key]
+
+    def _look_up(self, importer: Path, dotted: str, level: int) -> Optional[Path]:
         parts = [p for p in dotted.split(".") if p]
         if level:
             base = importer.resolve().parent
@@ -70,7 +80,7 @@ class ProjectIndex:
 
     def _inside(self, path: Path) -> bool:
         try:
-            path.resolve().relative_to(self.root.resolve())
+            path.resolve().relative_to(self._resolved_root)
         except ValueError:
             return False
         return True
@@ -123,9 +133,15 @@ def file_digest(path: Path) -> str:
 _INDEXES: dict[Path, ProjectIndex] = {}
 
 
+_ROOTS: dict[Path, Path] = {}
+
+
 def index_for(path: Path) -> ProjectIndex:
     """One index per project root and process: every checked file of a project shares it."""
-    root = project_root(path)
+    folder = path.resolve().parent
+    if folder not in _ROOTS:
+        _ROOTS[folder] = project_root(path)
+    root = _ROOTS[folder]
     index = _INDEXES.get(root)
     if index is None:
         index = _INDEXES[root] = ProjectIndex(root)

@@ -44,6 +44,7 @@ class Scope:
     calls: list["CallSite"] = field(default_factory=list)
     stmts: list["Stmt"] = field(default_factory=list)
     _headers: Optional[dict[int, "Stmt"]] = field(default=None, repr=False)
+    _by_loop: Optional[dict[int, list["Stmt"]]] = field(default=None, repr=False)
     # The methods of this scope's class, this one included (one list shared by all of them):
     # `self.k` set in `__init__` is read in `train_epoch`.
     class_scopes: list["Scope"] = field(default_factory=list, repr=False)
@@ -52,15 +53,27 @@ class Scope:
         """The scopes whose names this one can read: itself, enclosing functions and the module,
         and for `self.` attributes the other methods of its class."""
         found: list[Scope] = []
+        seen: set[int] = set()
         current: Optional[Scope] = self
         while current is not None:
-            found.append(current)
-            found.extend(s for s in current.class_scopes if s is not current and s not in found)
+            for scope in (current, *current.class_scopes):
+                if id(scope) not in seen:
+                    seen.add(id(scope))
+                    found.append(scope)
             current = current.parent
         return found
 
     def definitions(self, name: str) -> list["Definition"]:
         return self.defs.get(name, [])
+
+    def loop_statements(self, loop: "Loop") -> list["Stmt"]:
+        """The statements whose innermost loop is `loop` (built once per scope)."""
+        if self._by_loop is None:
+            self._by_loop = {}
+            for stmt in self.stmts:
+                if stmt.loops:
+                    self._by_loop.setdefault(id(stmt.loops[-1]), []).append(stmt)
+        return self._by_loop.get(id(loop), [])
 
     def header_of(self, node: ast.AST) -> Optional["Stmt"]:
         """The statement record of a compound statement's header (built once per scope)."""

@@ -194,7 +194,9 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     return names
 
 
-def _gate_for(step: Event, loop: Loop, events: list[Event], helpers: Optional[HelperGates]) -> Optional[Window]:
+def _gate_for(
+    step: Event, loop: Loop, events: list[Event], helpers: Optional[HelperGates], in_loop: dict[int, list[Event]]
+) -> Optional[Window]:
     scope = loop.scope
     for node, branch in reversed(step.stmt.path):
         if node is loop.node:
@@ -211,11 +213,17 @@ def _gate_for(step: Event, loop: Loop, events: list[Event], helpers: Optional[He
             continue
         return Window("gate", loop, loop, test.k, set(), step, node, header, test, branch)
     # `if (i + 1) % k != 0: continue` earlier in the loop body.
-    for stmt, test in _continue_gates(loop, scope):
+    for stmt, test in _continue_gates(loop, scope, events):
         if stmt.order < step.order and not step.stmt.within(stmt.node):
             return Window("continue", loop, loop, test.k, set(), step, cast(ast.If, stmt.node), stmt, test, None)
     # nanoGPT: `for micro_step in range(k): ... backward ...` then the step.
-    for inner in scope.loops:
+    inner_loops: dict[int, Loop] = {}  # the loops directly inside this one that hold a backward
+    for event in events:
+        path = event.stmt.loops
+        depth = next((i for i, enclosing in enumerate(path) if enclosing is loop), len(path))
+        if event.kind == BACKWARD and depth + 1 < len(path):
+            inner_loops.setdefault(id(path[depth + 1]), path[depth + 1])
+    for inner in inner_loops.values():
         if inner.parent is not loop or not isinstance(inner.node, FOR_LOOPS) or inner.last_order >= step.order:
             continue
         iterable = inner.iter_expr
@@ -233,7 +241,7 @@ def _gate_for(step: Event, loop: Loop, events: list[Event], helpers: Optional[He
         size = int_value(k)
         if size is not None and size <= 1 or _carries_state(inner):
             continue
-        if any(e.kind == BACKWARD and inner.contains(e.stmt) for e in events):
+        if any(e.kind == BACKWARD for e in in_loop.get(id(inner), [])):
             return Window("inner", inner, loop, k, set(), step)
     return None
 
@@ -276,10 +284,10 @@ def _carries_state(loop: Loop) -> bool:
     return False
 
 
-def _continue_gates(loop: Loop, scope: Scope) -> list[tuple[Stmt, GateTest]]:
+def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple[Stmt, GateTest]]:
     """`if <not at a window boundary>: continue` statements directly in the loop body."""
     found = []
-    for stmt in scope.stmts:
+    for stmt in scope.loop_statements(loop):
         node = stmt.node
         if stmt.loop is loop and isinstance(node, ast.If) and stmt.is_statement and _ends_with_continue(node.body):
             test = parse_gate(node.test, scope, stmt.order)
@@ -301,11 +309,17 @@ def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
     return False
 
 
-def find_windows(scope: Scope, events: list[Event], helpers: Optional[HelperGates] = None) -> list[Window]:
+def find_windows(scope: Scope, all_events: list[Event], helpers: Optional[HelperGates] = None) -> list[Window]:
     """Windows of this scope, one per gate; a loop's windows are kept only when the code clearly
     accumulates: every optimizer step is gated and a backward runs every micro-step."""
     windows: list[Window] = []
+    # Each loop looks only at its own events, statements and inner loops: linear in the scope.
+    in_loop: dict[int, list[Event]] = {}
+    for event in all_events:
+        for enclosing in event.stmt.loops:
+            in_loop.setdefault(id(enclosing), []).append(event)
     for loop in scope.loops:
+        events = in_loop.get(id(loop), [])
         steps = [e for e in events if e.kind == STEP and e.stmt.loop is loop]
         if not steps:
             continue
@@ -314,14 +328,14 @@ def find_windows(scope: Scope, events: list[Event], helpers: Optional[HelperGate
         for step in steps:
             if any(w.in_step_block(step.stmt) for w in found):
                 continue
-            window = _gate_for(step, loop, events, helpers)
+            window = _gate_for(step, loop, events, helpers, in_loop)
             if window is None:
                 ungated = True  # some optimizer steps every iteration (GANs): no accumulation
                 break
             found.append(window)
         if ungated or not found:
             continue
-        skips = [stmt for stmt, _ in _continue_gates(loop, scope)]
+        skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:
             window.skips = skips
             window.siblings = [w for w in found if w is not window]
