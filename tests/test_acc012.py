@@ -742,3 +742,80 @@ def test_step_in_a_helper_of_another_module_that_gates_it(tmp_path):
         "train.py": STEP_TRAIN,
     })
     assert _found_in(root / "train.py") == []
+
+
+# --- the updates counted in windows, the step every micro-step, the loss not divided -------------
+
+SIZED = _src("""
+    import math
+    import torch
+    from accelerate import Accelerator
+
+    def train(args, model, loader):
+        accelerator = Accelerator()
+        optimizer = torch.optim.AdamW(model.parameters())
+        num_update_steps_per_epoch = math.ceil(len(loader) / args.gradient_accumulation_steps)
+        max_train_steps = args.num_train_epochs * num_update_steps_per_epoch
+        scheduler = torch.optim.lr_scheduler.LinearLR(optimizer, total_iters=max_train_steps)
+        model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
+        for epoch in range(args.num_train_epochs):
+            for step, batch in enumerate(loader):
+                loss = model(**batch).loss
+                accelerator.backward(loss)
+                optimizer.step()  # <ACC012
+                scheduler.step()
+                optimizer.zero_grad()
+""")
+
+
+def test_updates_counted_in_windows_but_the_step_runs_every_micro_step():
+    (finding,) = assert_marked(SIZED)
+    assert "counts optimizer updates in windows of `args.gradient_accumulation_steps` (line 8)" in finding.message
+    assert "schedule sized in optimizer updates ends early" in finding.message
+
+
+def test_counted_in_windows_with_the_step_gated_is_not_this_rule():
+    source = SIZED.replace(
+        "            optimizer.step()  # <ACC012\n            scheduler.step()\n            optimizer.zero_grad()",
+        "            if (step + 1) % args.gradient_accumulation_steps == 0:\n"
+        "                optimizer.step()\n                scheduler.step()\n                optimizer.zero_grad()",
+    )
+    assert "if (step + 1)" in source
+    assert_clean(source)
+
+
+def test_a_loop_chosen_by_the_accumulation_steps_is_a_mode_switch():
+    assert_clean(_src("""
+        import math
+        import torch
+
+        def train(args, model, loader, optimizer):
+            updates = math.ceil(len(loader) / args.gradient_accumulation_steps)
+            if args.gradient_accumulation_steps == 1:
+                for batch in loader:
+                    model(batch).mean().backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+            else:
+                for i, batch in enumerate(loader):
+                    (model(batch).mean() / args.gradient_accumulation_steps).backward()
+                    if (i + 1) % args.gradient_accumulation_steps == 0:
+                        optimizer.step()
+                        optimizer.zero_grad()
+    """))
+
+
+def test_logging_gate_in_a_script_that_reads_the_accumulation_steps_undivided():
+    source = script("""
+        print(args.gradient_accumulation_steps)
+        for step, x in enumerate(loader):
+            loss = model(x).mean()
+            loss.backward()
+            if step % args.logging_steps == 0:
+                optimizer.step()  # <ACC012
+                optimizer.zero_grad()
+    """)
+    (finding,) = assert_marked(source)
+    assert "the code reads the accumulation steps `args.gradient_accumulation_steps`" in finding.message
+    (acc001,) = found(source, {"ACC001"})
+    assert acc001.fix is None

@@ -333,16 +333,51 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 step.call or step.stmt.node,
             )
             continue
-        if framework or not divided:
+        if framework or _mode_switch(loop, names):
             continue
         k = _k_text(facts, names, sf.scope, loop)
-        yield Violation(
-            CODE,
-            f"the loss is divided by the accumulation steps `{k}` but `{step_text}` runs on every "
-            f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; wrap the step "
-            f"in `{_gate_text(_counter(loop), k)}`",
-            step.call or step.stmt.node,
-        )
+        if divided:
+            yield Violation(
+                CODE,
+                f"the loss is divided by the accumulation steps `{k}` but `{step_text}` runs on every "
+                f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; wrap the step "
+                f"in `{_gate_text(_counter(loop), k)}`",
+                step.call or step.stmt.node,
+            )
+            continue
+        sized = _sized_in_windows(facts, names)
+        if sized is not None:
+            yield Violation(
+                CODE,
+                f"the code counts optimizer updates in windows of `{k}` (line {sized}) but `{step_text}` "
+                f"runs on every micro-step: the accumulation steps are never applied"
+                f"{_schedule_note(sf, loop)}; wrap the step in `{_gate_text(_counter(loop), k)}` and "
+                f"divide the loss by `{k}`",
+                step.call or step.stmt.node,
+            )
+
+
+def _mode_switch(loop: Loop, names: set[str]) -> bool:
+    """The loop sits in a branch chosen by the accumulation steps (`if k > 1: ... else: <this loop>`)."""
+    return any(isinstance(node, ast.If) and bool(names_in(node.test) & names) for node, _ in loop.header.path)
+
+
+def _sized_in_windows(facts: ModuleFacts, names: set[str]) -> Optional[int]:
+    """A count divided by the accumulation steps outside any loop (`len(loader) // k`,
+    `math.ceil(len(loader) / args.gradient_accumulation_steps)`): updates counted in windows.
+    The line of the first one, or None."""
+    lines = []
+    for scope in facts.collected.scopes:
+        values = [(d.value, d.stmt) for ds in scope.defs.values() for d in ds if d.kind in {"assign", "aug"}]
+        values += [(kw.value, site.stmt) for site in scope.calls for kw in site.call.keywords]
+        for value, stmt in values:
+            if value is None or stmt.loops:
+                continue
+            for node in ast.walk(value):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                    if names_in(node.right) & names and not names_in(node.left) & names:
+                        lines.append(getattr(stmt.node, "lineno", 0))
+    return min(lines) if lines else None
 
 
 def _schedule_note(sf: ScopeFacts, loop: Loop) -> str:
@@ -397,7 +432,7 @@ def _misplaced_gate(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iter
             continue  # a named modulus that is neither: unknown relation to k
         backwards = [e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)]
         divided, framework = _divided_backwards(sf, facts, names, backwards)
-        if framework or not divided:
+        if framework or not (divided or window.reporting_gate and _reads_accumulation(facts, names)):
             continue
         k = _k_text(facts, names, sf.scope, window.micro_loop)
         step = window.step
@@ -409,8 +444,9 @@ def _misplaced_gate(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iter
         why = "a logging frequency" if window.reporting_gate else "the modulus of a logging or progress block"
         yield Violation(
             CODE,
-            f"`{step_text}` runs only under `if {src.segment(window.gate.test)}:`, {why}, while the loss "
-            f"is divided by the accumulation steps `{k}`: the step block is misplaced and the optimizer "
+            f"`{step_text}` runs only under `if {src.segment(window.gate.test)}:`, {why}, while the "
+            f"{'loss is divided by' if divided else 'code reads'} the accumulation steps `{k}`: the step "
+            f"block is misplaced and the optimizer "
             f"steps every `{src.segment(window.k)}` micro-steps instead of every `{k}`; hold the step in "
             f"`{_gate_text(counter_text, k)}`",
             step.call or step.stmt.node,
