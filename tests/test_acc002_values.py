@@ -479,3 +479,92 @@ def test_evaluation_helper_in_another_module_called_under_no_grad(tmp_path):
     for name in ("train.py", "evaluation.py"):
         path = tmp_path / name
         assert found(path.read_text(), str(path)) == []
+
+
+# --- real-code shapes that are not evaluation passes -------------------------------------------------
+
+def test_model_loop_over_tiles_is_not_an_evaluation_pass():
+    # A library model's own loop (tiled decoding): the caller picks the grad mode.
+    assert_clean(_src("""
+        import torch
+        class Decoder:
+            def tiled_decode(self, z):
+                rows = []
+                for i in range(0, z.shape[2], self.tile):
+                    rows.append(self.decoder(z[:, :, i:i + self.tile]))
+                self.decoded = torch.cat(rows, dim=2)
+    """))
+
+
+def test_prompt_embeddings_collected_and_returned_is_clean():
+    assert_clean(_src("""
+        import torch
+        def encode(text_encoder, loader):
+            embeds = []
+            for batch in loader:
+                embeds.append(text_encoder(batch))
+            result = torch.cat(embeds)
+            return result
+    """))
+
+
+def test_timing_value_from_a_policy_call_is_not_an_output():
+    assert_clean(_src("""
+        def rollout(policy, env, loader):
+            spent = 0
+            for obs in loader:
+                action, seconds = policy(obs)
+                spent += seconds
+                env.step(action)
+            print(spent)
+    """))
+
+
+def test_meter_dict_reset_by_comprehension_every_window_is_clean():
+    assert_clean(_src("""
+        metrics = {"a": 0, "b": 0}
+        for i, (x, y) in enumerate(loader):
+            out = model(x)
+            loss = criterion(out, y) / k
+            loss.backward()
+            metrics["a"] += 0.5 * out.mean()
+            if (i + 1) % k == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+                print({key: float(v) for key, v in metrics.items()})
+                metrics = {key: 0 for key in metrics}
+    """))
+
+
+def test_loader_batches_counted_are_not_graphs():
+    assert_clean(_src("""
+        for epoch in range(epochs):
+            n_total = 0
+            for batch in train_iter:
+                answer = model(batch)
+                n_total += batch.batch_size
+                loss = criterion(answer, batch.label)
+                loss.backward()
+                optimizer.step()
+    """))
+
+
+def test_epoch_state_of_metrics_and_learning_rate_is_clean():
+    # accelerate's checkpointing test: `prepare` ties the optimizer and scheduler to the loader, but
+    # what the state dict stores is a metric and learning rates, not this loop's loss.
+    assert_clean(_src("""
+        model, optimizer, train_dataloader, lr_scheduler = accelerator.prepare(model, optimizer, train_dataloader, lr_scheduler)
+        state = {}
+        for epoch in range(epochs):
+            for step, batch in enumerate(train_dataloader):
+                outputs = model(**batch)
+                loss = outputs.loss / k
+                accelerator.backward(loss)
+                optimizer.step()
+                lr_scheduler.step()
+                optimizer.zero_grad()
+            accuracy = evaluation_loop(accelerator, model, eval_dataloader, metric)
+            state["accuracy"] = accuracy
+            state["lr"] = lr_scheduler.get_lr()[0]
+            state["optimizer_lr"] = optimizer.param_groups[0]["lr"]
+    """))

@@ -336,3 +336,30 @@ def test_trainer_state_with_a_base_class_in_another_module(tmp_path):
     fixed = fix_source(path.read_text(), str(path), select=SELECT, unsafe_fixes=True).fixed_source
     assert fixed is not None and "        loss.backward()\n        self.state = self.state.detach()\n" in fixed
     compile(fixed, "trainer.py", "exec")
+
+
+def test_schedule_recomputed_by_helpers_of_their_arguments_is_not_state():
+    # diffusers' consistency training: weights recomputed from a numpy schedule through helpers.
+    assert_clean(_src("""
+        import numpy as np
+        import torch
+
+        def sigmas_for(n, rho):
+            ramp = np.linspace(0, 1, n)
+            return torch.from_numpy(ramp ** rho)
+
+        def weights_for(levels):
+            return torch.special.erf(torch.log(levels[1:])) - torch.special.erf(torch.log(levels[:-1]))
+
+        def recalc(n):
+            levels = sigmas_for(n, 7.0)
+            return levels, weights_for(levels)
+
+        levels, weights = recalc(10)
+        for step, batch in enumerate(loader):
+            idx = torch.multinomial(weights, 4)
+            loss = model(batch, levels[idx]).mean()
+            loss.backward()
+            optimizer.step()
+            levels, weights = recalc(10 + step)
+    """))

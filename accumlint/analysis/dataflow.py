@@ -300,8 +300,21 @@ class DataFlow:
             return self._call_carries(definition.value, definition.stmt, depth + 1)
         if definition.kind == "for":
             element = _iterated_element(definition.value, definition.index)
-            return element is not None and self.carries_graph(element, definition.stmt, depth + 1)
+            return element is not None and self._collection_carries(element, definition.stmt, depth + 1)
         return False
+
+    def _collection_carries(self, expr: ast.expr, at: Stmt, depth: int) -> bool:
+        """A collection built in sight holds graph-carrying values (`terms = {"ce": ce, "kl": kl}`);
+        a loader or any other iterable the analysis cannot see into does not count."""
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Dict)):
+            return self.carries_graph(expr, at, depth + 1)
+        name = dotted(expr)
+        if name is None:
+            return False
+        base, _ = reaching(name, at.scope, at.order)
+        if base is None or base.kind != "assign" or not isinstance(base.value, (ast.List, ast.Tuple, ast.Dict)):
+            return False
+        return self.carries_graph(base.value, base.stmt, depth + 1)
 
     def _numeric_module(self, name: str) -> bool:
         """`np.cos`, `math.exp`: a library that never builds an autograd graph."""
@@ -314,8 +327,8 @@ class DataFlow:
         return "." in name and self.collected.imports.get(head, "").split(".", 1)[0] == "torch"
 
     def _argument_carries(self, expr: ast.expr, at: Stmt, depth: int) -> bool:
-        """An argument of a graph-transparent call: graph-carrying, or a parameter or attribute the
-        analysis cannot see into (it may be a tensor that requires grad)."""
+        """An argument of a graph-transparent call: graph-carrying, or a global or attribute the
+        analysis cannot see into (it may be a tensor that requires grad, `self.W`)."""
         name = dotted(expr)
         if name is not None and not (isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES):
             base, _ = reaching(name, at.scope, at.order)
@@ -324,8 +337,6 @@ class DataFlow:
                 if module_base is None:
                     return True
                 return self._definition_carries(module_base, depth + 1)
-            if base is not None and base.kind == "param":
-                return True
         if isinstance(expr, ast.Starred):
             return self._argument_carries(expr.value, at, depth + 1)
         if isinstance(expr, (ast.List, ast.Tuple)):
@@ -381,13 +392,14 @@ class DataFlow:
         """What a local helper returns (the element at `index` of a returned tuple): graph-free when
         every return value is graph-free and reads the helper's parameters only through a detach
         (`return x.data.clone()`); None when unknown."""
-        if depth > 8:
-            return None
+        if depth > 12:
+            return False  # as deep as carries_graph follows a value
         callee = self.resolver.resolve(call, at.scope)
         if callee is None or not callee.scope.returns:
             return None
         flow = callee.module.flow
         params = set(callee.scope.params) - {"self", "cls"}
+        reads_arguments = False
         for value, stmt in callee.scope.returns:
             for position in index:
                 if not isinstance(value, ast.Tuple) or position >= len(value.elts):
@@ -395,8 +407,10 @@ class DataFlow:
                 value = value.elts[position]
             if flow.carries_graph(value, stmt, depth + 1):
                 return True
-            if _reads_outside_detach(value, params, flow, stmt):
-                return None
+            reads_arguments = reads_arguments or _reads_outside_detach(value, params, flow, stmt)
+        if reads_arguments:  # `return 1.0 / (levels[1:] - levels[:-1])`: as graph-carrying as its arguments
+            values = [*call.args, *(kw.value for kw in call.keywords)]
+            return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+from accumlint.frameworks import Role
 
 if TYPE_CHECKING:
     from accumlint.analysis.facts import ModuleFacts
@@ -27,9 +28,13 @@ _MODEL_METHODS = {"parameters", "named_parameters", "eval", "train", "zero_grad"
 _FORWARD_METHODS = {"forward", "__call__"}
 
 
+_DISPLAYS = (ast.List, ast.Dict, ast.Set, ast.Tuple, ast.ListComp, ast.DictComp, ast.SetComp, ast.Constant)
+
+
 def _fresh(value: Optional[ast.expr], name: str) -> bool:
-    """A value that starts the accumulator anew: it does not read the accumulator itself."""
-    return value is not None and name not in names_in(value)
+    """A value that starts the accumulator anew: a new container or constant (`{k: 0 for k in
+    metrics}` reads the old keys only), or anything that does not read the accumulator itself."""
+    return value is not None and (isinstance(value, _DISPLAYS) or name not in names_in(value))
 
 
 def resets(scope: Scope, name: str, within: Optional[Loop] = None) -> Iterator[Stmt]:
@@ -130,9 +135,29 @@ def forward_in(expr: ast.expr, at: Stmt, models: set[str], loop: Loop, depth: in
         for definition in ([base] if base is not None else []) + updates:
             if definition.value is None or not loop.contains(definition.stmt) or definition.stmt is at:
                 continue
+            if definition.kind == "unpack" and definition.index[:1] not in {(0,), ()}:
+                continue  # `out, seconds = policy(x)`: only the first result is taken as the output
             if definition.kind in {"assign", "unpack", "aug", "for"} and forward_in(
                 definition.value, definition.stmt, models, loop, depth + 1
             ):
+                return True
+    return False
+
+
+_DATA_HINTS = ("loader", "dataset", "batches", "data_iter", "dataiter")
+
+
+def over_data(loop: Loop, facts: ModuleFacts) -> bool:
+    """The loop walks a data loader or dataset (`for x, y in val_loader`, `enumerate(tqdm(loader))`):
+    an evaluation pass, not a loop over tiles, prompts or time steps inside a model."""
+    if loop.iter_expr is None:
+        return False
+    for node in walk(loop.iter_expr):
+        if isinstance(node, (ast.Name, ast.Attribute)):
+            name = dotted(node)
+            if not name:
+                continue
+            if facts.roles.role(name) == Role.LOADER or any(h in last_part(name).lower() for h in _DATA_HINTS):
                 return True
     return False
 

@@ -106,6 +106,20 @@ def _derived_names(scope: Scope, value: ast.expr, at: Stmt) -> set[str]:
     return found
 
 
+def _scalar(expr: ast.expr) -> bool:
+    """A plain number by construction: `x.item()`, `float(x)`, arithmetic on those."""
+    if isinstance(expr, ast.Constant):
+        return True
+    if isinstance(expr, ast.BinOp):
+        return _scalar(expr.left) and _scalar(expr.right)
+    if isinstance(expr, ast.Call):
+        receiver, method = method_of(expr)
+        if receiver is not None and method in {"item", "tolist"}:
+            return True
+        return receiver is None and method in {"float", "int", "len", "round"}
+    return False
+
+
 def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
     """Returned (or yielded) accumulators may be backward-ed by a caller: unknown unless we see the callers."""
     if not any(name in _derived_names(scope, value, stmt) for value, stmt in scope.returns):
@@ -206,7 +220,12 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
     for loop in scope.loops:
         if id(loop) not in training:
             continue
-        loop_graph = backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
+        # What the backward of this loop runs through and each iteration makes anew (the loss, the
+        # outputs, the batch): not the model, optimizer or loader a `prepare` call ties to them.
+        loop_graph = {
+            n for n in backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
+            if any(loop.contains(d.stmt) for d in scope.definitions(n)) and facts.roles.role(n) is None
+        }
         for name, value, stmt in _accumulations(scope, loop.contains):
             if id([l for l in stmt.loops if id(l) in training][-1]) != id(loop):
                 continue  # reported for the innermost loop with a backward that holds it
@@ -242,14 +261,16 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             continue
         if loop.parent is not None and id(loop.parent) not in trained:
             continue  # the outermost loop that never calls backward holds the finding
+        if not lifetimes.over_data(loop, facts):
+            continue  # tiles, prompts, time steps: a model's own loop, whose caller picks the grad mode
         kept: list[tuple[str, ast.expr, Stmt]] = []
         for name, value, stmt in _accumulations(scope, loop.contains):
             if name in backward_names or not lifetimes.outlives(scope, name, loop):
                 continue
             if not facts.flow.carries_graph(value, stmt) or not lifetimes.forward_in(value, stmt, models, loop):
                 continue
-            if _returned_to_backward(scope, name, facts):
-                continue
+            if any(name in _derived_names(scope, v, s) and not _scalar(v) for v, s in scope.returns):
+                continue  # handed to the caller, who may backward it or run this under no_grad
             kept.append((name, value, stmt))
         if not kept:
             continue
