@@ -60,7 +60,9 @@ class GraphWatcher(Watcher):
         self._prev_snapshot: Snapshot = []
         self._retained: list[_Retained] = []
         self._carried: set[str] = set()
-        self._chains: dict[tuple[str, int], tuple[_Retained, str, int]] = {}
+        # per carrying frame: (site, variable, depth, measured rows); numbers only, so the
+        # checker keeps no chained graph alive
+        self._chains: dict[tuple[str, int], tuple[Site, str, int, list[tuple[int, ...]]]] = {}
         self._traces: dict[tuple[str, str, str], _Trace] = {}
         self._flagged_vars: set[tuple[str, str, str]] = set()
         self._scan_no = 0
@@ -85,7 +87,7 @@ class GraphWatcher(Watcher):
             newest = max(newest, stats.max_seq if stats.max_seq is not None else -1)
             nodes += stats.nodes
         info.graph_ids = frozenset(ids)
-        parent = self._chain(info, ids, newest)
+        parent = self._chain(info, ids, newest, nodes)
         if info.retain and ids and self.monitor.sampling:
             self._retained.append(_Retained(
                 info.id, info.roots[0].grad_fn, info.graph_ids, self.monitor.total_steps,
@@ -101,7 +103,8 @@ class GraphWatcher(Watcher):
         return [(name, t.grad_fn, frame) for frame, name, t, _ in graph_variables()
                 if id(t) not in root_ids]
 
-    def _chain(self, info: BackwardInfo, ids: set[int], newest: int) -> Optional[_Retained]:
+    def _chain(self, info: BackwardInfo, ids: set[int], newest: int,
+               nodes: int = 0) -> Optional[_Retained]:
         """Mark the retained graphs this backward goes through again; when it also goes
         through nodes made after them, a value carried out of them chains the graphs."""
         parent: Optional[_Retained] = None
@@ -122,7 +125,10 @@ class GraphWatcher(Watcher):
             key = (frame.f_code.co_filename, frame.f_code.co_firstlineno)
             best = self._chains.get(key)
             if best is None or info.depth > best[2]:
-                self._chains[key] = (parent, names[0], info.depth)
+                rows = best[3] if best is not None else self._chain_rows(parent)
+                held = tp.saved_bytes(info.roots[0].grad_fn) if info.depth <= 64 else -1
+                rows = rows[:5] + [(info.id, info.depth, nodes, held)]
+                self._chains[key] = (parent.site, names[0], info.depth, rows)
         return parent
 
     def backward_finished(self, info: BackwardInfo, recs: list[OptRec]) -> None:
@@ -246,16 +252,19 @@ class GraphWatcher(Watcher):
             found.table.rows = [tuple(r) for r in rows]
         found.evidence["graphs_never_used"] = found.count = total
 
+    @staticmethod
+    def _chain_rows(record: _Retained) -> list[tuple[int, ...]]:
+        chain: list[_Retained] = []
+        node: Optional[_Retained] = record
+        while node is not None:
+            chain.append(node)
+            node = node.parent
+        chain.reverse()
+        return [(r.info_id, r.depth, r.nodes, tp.saved_bytes(r.root)) for r in chain[:5]]
+
     def _report_chains(self) -> None:
-        for record, variable, depth in self._chains.values():
-            chain: list[_Retained] = []
-            node: Optional[_Retained] = record
-            while node is not None:
-                chain.append(node)
-                node = node.parent
-            chain.reverse()
-            rows = [(r.info_id, r.depth, r.nodes, tp.saved_bytes(r.root)) for r in chain[-6:]]
+        for site, variable, depth, rows in self._chains.values():
             table = Table(("backward call", "graphs chained", "graph nodes reached",
-                           "saved bytes held"), rows)
-            self.findings.add("chained-graphs", record.site, say={"depth": depth, "variable": variable},
+                           "saved bytes held"), list(rows))
+            self.findings.add("chained-graphs", site, say={"depth": depth, "variable": variable},
                               key="chain", carried=variable, graph_depth=depth, table=table)
