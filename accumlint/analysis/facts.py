@@ -5,19 +5,21 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional, TypeVar
 
 from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis.calls import AnalysedModule
-from accumlint.analysis.collect import Collected, Scope, collect
+from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event, collect_events
-from accumlint.analysis.exprs import forget_names
+from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
 from accumlint.analysis.windows import Window, find_windows
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
+
+T = TypeVar("T")
 
 
 @dataclass
@@ -61,6 +63,25 @@ class ModuleFacts:
     flow: DataFlow
     analysed: AnalysedModule
     scopes: list[ScopeFacts] = field(default_factory=list)
+    _memo: dict[str, object] = field(default_factory=dict, repr=False)
+
+    def calls_named(self, name: str) -> list[tuple[ScopeFacts, CallSite]]:
+        """The call sites in the module whose callee's last name is `name` (indexed once)."""
+        index = self.cached("calls_by_name", self._index_calls)
+        return index.get(name, [])
+
+    def _index_calls(self) -> dict[str, list[tuple[ScopeFacts, CallSite]]]:
+        index: dict[str, list[tuple[ScopeFacts, CallSite]]] = {}
+        for sf in self.scopes:
+            for site in sf.scope.calls:
+                index.setdefault(last_part(dotted(site.call.func)), []).append((sf, site))
+        return index
+
+    def cached(self, key: str, compute: Callable[[], T]) -> T:
+        """A whole-module fact that rules ask about more than once, computed on first use."""
+        if key not in self._memo:
+            self._memo[key] = compute()
+        return self._memo[key]  # type: ignore[return-value]
 
 
 

@@ -177,8 +177,4 @@ def called_without_grad(facts: ModuleFacts, scope: Scope) -> bool:
     a framework hook that has autograd off."""
     if scope.name in NO_GRAD_HOOKS or scope.no_grad or grad_disabled(scope):
         return True
-    for sf in facts.scopes:
-        for site in sf.scope.calls:
-            if last_part(dotted(site.call.func)) == scope.name and (site.stmt.no_grad or grad_disabled(sf.scope)):
-                return True
-    return False
+    return any(site.stmt.no_grad or grad_disabled(sf.scope) for sf, site in facts.calls_named(scope.name))

@@ -84,10 +84,7 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
 
 
 def _callers(facts: ModuleFacts, scope: Scope):
-    return [
-        (sf, site) for sf in facts.scopes for site in sf.scope.calls
-        if (dotted(site.call.func) or "").rsplit(".", 1)[-1] == scope.name
-    ]
+    return facts.calls_named(scope.name)
 
 
 def _derived_names(scope: Scope, value: ast.expr, at: Stmt) -> set[str]:

@@ -26,6 +26,10 @@ FIX: FixSafety = "unsafe"
 def _accum_names(facts: ModuleFacts) -> set[str]:
     """Names that read as the accumulation steps (for frameworks whose k lives in a config file):
     `args.gradient_accumulation_steps`, `gas = ds_config["gradient_accumulation_steps"]`."""
+    return facts.cached("acc010.accum_names", lambda: _find_accum_names(facts))
+
+
+def _find_accum_names(facts: ModuleFacts) -> set[str]:
     found = set()
     for scope in facts.collected.scopes:
         for occurrence in scope.occurrences:
