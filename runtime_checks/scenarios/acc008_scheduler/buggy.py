@@ -13,9 +13,12 @@ model = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 3)).to(device)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
 criterion = nn.CrossEntropyLoss()
 accum_steps = 4
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=2, gamma=0.9)
+epochs = 3
+# The schedule is sized in optimizer updates: one per window of accum_steps batches.
+updates = len(loader) // accum_steps * epochs
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=updates)
 
-for epoch in range(3):
+for epoch in range(epochs):
     for i, (x, y) in enumerate(loader):
         x, y = x.to(device), y.to(device)
         loss = criterion(model(x), y) / accum_steps
