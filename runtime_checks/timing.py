@@ -36,6 +36,9 @@ def _once(script: str, args: list[str], checked: bool) -> float:
 
 
 def overhead(script: str, args: list[str], repeats: int = 3) -> float:
+    import torch
+
+    torch.set_num_threads(1)  # CPU time of one thread: idle spinning of a pool is not work
     _once(script, args, False)  # warm-up: lazy imports, kernels, compilation caches
     ratios = []
     for _ in range(repeats):
