@@ -84,3 +84,72 @@ def test_an_object_built_as_a_scheduler_has_no_tensor_backward():
     """
     assert {code for code, _ in codes(source)} == {"ACC001"}
     assert all(f.location.row == 5 for f in check(source))
+
+
+def test_a_store_under_a_constant_key_overwrites_and_cannot_grow():
+    source = """
+    def train(gen, disc, d_opt, loader):
+        losses, curve = {}, {}
+        for step, real in enumerate(loader):
+            d_loss = disc(gen(real)).mean()
+            losses["d"] = d_loss
+            curve[step] = d_loss
+            d_opt.zero_grad()
+            d_loss.backward()
+            d_opt.step()
+        print(losses, curve)
+    """
+    assert codes(source) == {("ACC002", 7)}  # the slot per step grows; the constant key does not
+
+
+def test_a_loop_over_precomputed_losses_reading_grads_between_passes_is_pcgrad():
+    source = """
+    def per_task_grads(optimizer, params, losses):
+        grads = []
+        for loss in losses:
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward(retain_graph=True)
+            grads.append([p.grad.clone() for p in params if p.grad is not None])
+        return grads
+    """
+    assert codes(source) == set()
+    summed_only = source.replace("            grads.append([p.grad.clone() for p in params if p.grad is not None])\n", "").replace(
+        "            optimizer.zero_grad(set_to_none=True)\n", "")
+    assert {code for code, _ in codes(summed_only)} == {"ACC006"}
+
+
+def test_a_function_stepping_in_its_own_loop_is_judged_there_not_at_each_call():
+    source = """
+    def run_epoch(model, loader, optimizer, mode):
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean()
+            if mode == "train":
+                loss.backward()
+                optimizer.step()
+
+
+    def main(model, optimizer, train_dl, valid_dl, epochs):
+        for epoch in range(epochs):
+            run_epoch(model, train_dl, optimizer, mode="train")
+            run_epoch(model, valid_dl, None, mode="valid")
+    """
+    assert codes(source) == {("ACC014", 7)}
+
+
+def test_a_float_annealed_with_builtin_max_is_no_carried_state():
+    source = """
+    def train(model, optimizer, loader, epochs):
+        step, temp = 0, 1.0
+        for epoch in range(epochs):
+            for x in loader:
+                loss = model(x, temp=temp)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                if step % 100 == 0:
+                    temp = max(temp * 0.99, 0.5)
+                step += 1
+    """
+    assert codes(source) == set()
+    carried = source.replace("temp = max(temp * 0.99, 0.5)", "temp = max(model.head(x), 0.5)")
+    assert {code for code, _ in codes(carried)} == {"ACC003"}

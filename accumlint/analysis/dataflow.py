@@ -37,6 +37,7 @@ _NO_GRAPH_FUNCTIONS = {
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
+_NUMBER_BUILTINS = {"max", "min", "abs", "round", "pow"}
 _NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistics"}
 _WRAPPERS = {"Variable", "deepcopy", "copy"}  # what they return carries the graph of what they are given
 
@@ -380,6 +381,9 @@ class DataFlow:
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         if full and self._torch_function(full):
             return self._arguments_carry(call, at, depth)
+        if full in _NUMBER_BUILTINS and full not in self.collected.imports:
+            # `max(temp * 0.99, 0.5)`: the builtin on numbers; a graph only if an argument has one
+            return any(self.carries_graph(arg, at, depth + 1) for arg in call.args if not isinstance(arg, ast.Starred))
         if receiver is not None and self._local_value(receiver, at):
             # `(pred.detach() - y).abs()`: a method of a value the analysis sees
             return self.carries_graph(receiver, at, depth + 1) or self._arguments_carry(call, at, depth)

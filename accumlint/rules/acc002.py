@@ -62,8 +62,10 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
         if not stmt.is_statement or not keep(stmt):
             continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
-            holder = _subscript_holder(node.targets[0])
-            if holder:
+            target = node.targets[0]
+            holder = _subscript_holder(target)
+            # `losses["d"] = d_loss` overwrites one slot every iteration: it cannot grow.
+            if holder and not (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)):
                 yield holder, node.value, stmt
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
             holder = _subscript_holder(node.target)

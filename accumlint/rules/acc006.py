@@ -14,7 +14,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import method_of
+from accumlint.analysis.exprs import dotted, method_of
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
@@ -84,10 +84,13 @@ def _next_backward(event: Event, events: list[Event], outer: Loop) -> Optional[E
 
 
 def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
-    """An inner loop that runs this backward once per head or task (no step inside it)."""
-    if len(event.stmt.loops) < 2:
+    """An inner loop that runs this backward once per head or task (no step inside it), or a
+    loop over precomputed losses (`for loss in losses: loss.backward(retain_graph=True)`)."""
+    if not event.stmt.loops:
         return None
     inner = event.stmt.loops[-1]
+    if len(event.stmt.loops) < 2 and dotted(event.tensor) not in inner.targets:
+        return None
     if any(e.kind == STEP and inner.contains(e.stmt) for e in events):
         return None  # a micro-step loop: each iteration builds its own graph
     return inner
@@ -146,7 +149,10 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     f"nothing reads or changes the gradients before the next backward (line "
                     f"{getattr(following.stmt.node, 'lineno', 0)}): one backward of the summed losses gives the same gradients"
                 )
-            elif repeating is not None and repeating is not outer and _shares_graph(event, repeating, sf):
+            elif repeating is not None and _shares_graph(event, repeating, sf) and (
+                repeating is not outer or dotted(event.tensor) in repeating.targets
+            ):
+                # (`for loss in losses:` over losses of one graph built before the loop, PCGrad)
                 # One backward per head of a shared graph: only summed unless the gradients are read per pass.
                 body = [s for s in sf.scope.stmts if repeating.contains(s) and s.node is not event.stmt.node]
                 if _gradients_used(facts, sf.events, body):

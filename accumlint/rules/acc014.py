@@ -352,6 +352,15 @@ def _message(step: Event, zeroed_before: bool, optimizer: Optional[str]) -> str:
     )
 
 
+def _stepped_in_its_own_loop(event: Event) -> bool:
+    """A call of a function that steps inside a loop of its own (`run_epoch(...)`): that loop is
+    judged where it is, not again at every call."""
+    callee = event.callee
+    if callee is None:
+        return False
+    return any(e.kind == STEP and e.stmt.loops for e in callee.module.direct[id(callee.scope)])
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         backwards = [e for e in sf.events if e.kind == BACKWARD]
@@ -359,7 +368,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             continue
         groups: dict[int, tuple[Loop, list[Event]]] = {}
         for event in sf.events:
-            if event.kind != STEP:
+            if event.kind != STEP or _stepped_in_its_own_loop(event):
                 continue
             loop = _training_loop(event, backwards)
             if loop is None:
