@@ -133,6 +133,11 @@ class DataFlow:
             return self.scaling(expr.value, at, k_names, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.scaling(expr.operand, at, k_names, depth + 1)
+        if isinstance(expr, ast.NamedExpr):  # `(extra := crit(out, y))`
+            return self.scaling(expr.value, at, k_names, depth + 1)
+        if isinstance(expr, ast.IfExp):  # scaled only when both branches are, alike
+            body, orelse = self.scaling(expr.body, at, k_names, depth + 1), self.scaling(expr.orelse, at, k_names, depth + 1)
+            return body if body == orelse else UNKNOWN
         return UNKNOWN
 
     def _name_scaling(self, name, expr, at: Stmt, k_names, depth) -> Scaling:
@@ -283,6 +288,8 @@ class DataFlow:
             return any(self.carries_graph(v, at, depth + 1) for v in expr.values)
         if isinstance(expr, ast.IfExp):
             return self.carries_graph(expr.body, at, depth + 1) and self.carries_graph(expr.orelse, at, depth + 1)
+        if isinstance(expr, ast.NamedExpr):
+            return self.carries_graph(expr.value, at, depth + 1)
         return False
 
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
