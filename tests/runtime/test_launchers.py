@@ -4,6 +4,7 @@ plain script (torchrun -m accumlint.run is in test_run_command.py). Also ACC009 
 
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -31,7 +32,8 @@ def _launch(launcher, tmp_path, extra_env, checked=True):
                            DDP_SCRIPT], capture_output=True, text=True, env=env, cwd=str(tmp_path),
                           timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
-    losses = sorted(l for l in proc.stdout.splitlines() if l.startswith("rank "))
+    # Two ranks share one stdout pipe: their lines may run together, so read the records, not lines.
+    losses = sorted(re.findall(r"rank \d+ loss [0-9.]+", proc.stdout))
     reports = None
     if checked:
         reports = [json.loads((tmp_path / f"report.{r}.json").read_text()) for r in (0, 1)]
