@@ -21,6 +21,7 @@ class ScalerRec:
         self.updates_at_step: Optional[int] = None
         self.extra_windows: set[int] = set()
         self.extra_site: Optional[Site] = None
+        self.updates_per_step: dict[int, int] = {}  # the first optimizer steps' update() calls
 
 
 class BackwardInfo:

@@ -61,6 +61,8 @@ class AmpWatcher(Watcher):
         srec.scaled_since_update = False
         srec.unscaled.clear()
         step = self.monitor.total_steps
+        if step in srec.updates_per_step or len(srec.updates_per_step) < 8:
+            srec.updates_per_step[step] = srec.updates_per_step.get(step, 0) + 1
         if srec.updates_at_step == step and scaler.is_enabled():
             srec.extra_windows.add(step)
             srec.extra_site = srec.extra_site or Site.here()
@@ -108,8 +110,7 @@ class AmpWatcher(Watcher):
     def finish(self, completed: bool) -> None:
         for srec in self.scalers.values():
             if len(srec.extra_windows) >= 2:
-                steps = sorted(srec.extra_windows)
-                table = Table(("optimizer step", "scaler.update() calls"),
-                              [(s, ">1") for s in steps[:6]])
+                table = Table(("optimizer steps done", "scaler.update() calls"),
+                              sorted(srec.updates_per_step.items())[:6])
                 self.findings.add("scaler-update", srec.extra_site, table=table,
                                   windows_with_extra_updates=len(srec.extra_windows))
