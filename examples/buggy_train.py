@@ -17,11 +17,13 @@ loader = torch.utils.data.DataLoader(
 
 model = nn.Linear(8, 1)
 optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=10)
 criterion = nn.MSELoss()
 accum_steps = 4
+epochs = 3
+# sized in optimizer updates: one per window of accum_steps batches
+scheduler = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=len(loader) // accum_steps * epochs)
 
-for epoch in range(3):
+for epoch in range(epochs):
     running_loss = 0.0
     for i, (x, y) in enumerate(loader):
         loss = criterion(model(x), y)
