@@ -153,3 +153,21 @@ def test_a_float_annealed_with_builtin_max_is_no_carried_state():
     assert codes(source) == set()
     carried = source.replace("temp = max(temp * 0.99, 0.5)", "temp = max(model.head(x), 0.5)")
     assert {code for code, _ in codes(carried)} == {"ACC003"}
+
+
+def test_a_value_made_from_the_batch_alone_stored_per_step_keeps_no_graph():
+    source = """
+    def train(model, optimizer, loader, length_fn, get_lr):
+        lengths, curve = {}, {}
+        for i, (x, y) in enumerate(loader):
+            for group in optimizer.param_groups:
+                group["lr"] = get_lr(i)
+            lengths[i] = length_fn(x)
+            loss = model(x).mean()
+            curve[i] = loss
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        print(lengths, curve)
+    """
+    assert codes(source) == {("ACC002", 9)}  # the loss per step, not the batch's lengths or the lr

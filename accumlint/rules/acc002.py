@@ -41,6 +41,11 @@ def _subscript_holder(target: ast.expr) -> Optional[str]:
     return dotted(base)
 
 
+def _stored_by_index(stmt: Stmt) -> bool:
+    node = stmt.node
+    return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript)
+
+
 def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
     """(accumulator, added value, statement) for `A += E`, `A = A + E`, `A.append(E)`, `A[i] = E`,
     `A[k] += E` in the statements `keep` selects."""
@@ -234,6 +239,8 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if not (_derived_names(scope, value, stmt) & loop_graph) or not facts.flow.carries_graph(value, stmt):
                 continue
+            if _stored_by_index(stmt) and not (_derived_names(scope, value, stmt) & (loop_graph - set(loop.targets))):
+                continue  # `lengths[i] = length_fn(batch)`: made from the batch alone, not from the forward pass
             if _returned_to_backward(scope, name, facts):
                 continue
             value_text = facts.source.segment(value)
