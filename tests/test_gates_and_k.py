@@ -162,3 +162,32 @@ def test_an_inner_loop_over_time_steps_is_no_window():
     assert ("ACC001", 8) not in found(SEQUENCE.format(state="h"))
     # Without a fed-back state the same shape is nanoGPT's micro-step loop.
     assert ("ACC001", 8) in found(SEQUENCE.format(state="None"))
+
+
+LIGHTNING_MANUAL = """
+import lightning as L
+
+
+class Model(L.LightningModule):
+    def __init__(self, k):
+        super().__init__()
+        self.automatic_optimization = False
+        self.k = k
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        loss = self.model(batch).mean() / self.k
+        self.manual_backward(loss)
+        if {gate}:
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_lightning_manual_optimisation_needs_the_last_batch_clause():
+    result = engine.check_source(textwrap.dedent(LIGHTNING_MANUAL.format(gate="(batch_idx + 1) % self.k == 0")), "t.py")
+    (finding,) = result.findings
+    assert (finding.code, finding.location.row) == ("ACC005", 15)
+    assert "or self.trainer.is_last_batch" in finding.message and finding.fix is None
+    flushed = LIGHTNING_MANUAL.format(gate="(batch_idx + 1) % self.k == 0 or self.trainer.is_last_batch")
+    assert found(flushed) == set()

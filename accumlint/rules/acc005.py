@@ -41,6 +41,11 @@ def _sized(expr: ast.expr) -> Optional[ast.expr]:
 def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr]]]:
     """(counter, start, sized iterable) when the loop counts the batches of one epoch."""
     node = window.micro_loop.node
+    if window.micro_loop.implicit:
+        # Lightning's `training_step(self, batch, batch_idx)`: batch_idx counts the epoch's batches
+        # (the end of the data is `self.trainer.is_last_batch`; no len() in sight, so no fix).
+        params = [p for p in window.micro_loop.scope.params if p not in {"self", "cls"}]
+        return (params[1], 0, None) if len(params) >= 2 else None
     if not isinstance(node, FOR_LOOPS):
         return None
     iterable = node.iter
@@ -197,6 +202,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     f"the step is gated on `{facts.source.segment(gate.test)}` with `{counter}` counted from 0: it "
                     f"fires after the first batch alone (a one-batch first window), and the last "
                     f"(len - 1) % {k_text} batches of each epoch never reach optimizer.step()"
+                )
+            elif window.micro_loop.implicit:
+                message = (
+                    f"the step is gated on `% {k_text}` with no `or self.trainer.is_last_batch`: the last "
+                    f"len % {k_text} batches of each epoch never reach optimizer.step()"
                 )
             else:
                 message = (
