@@ -8,40 +8,19 @@ time steps of one batch. Every fix compiles, removes its finding, is idempotent 
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from rule_cases import RuleCases, src
 
 SELECT = {"ACC003"}
 
-
-def _src(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
-
-
-def found(source: str, filename: str = "case.py") -> list:
-    result = check_source(source, filename, select=SELECT)
-    assert result.error is None, result.error
-    return result.findings
-
-
-def marked(source: str) -> set[int]:
-    return {row for row, line in enumerate(source.splitlines(), 1) if "# <ACC003" in line}
-
-
-def assert_reported(source: str, filename: str = "case.py") -> list:
-    findings = found(source, filename)
-    assert marked(source)
-    assert {f.location.row for f in findings} == marked(source), [(f.location.row, f.message) for f in findings]
-    return findings
-
-
-def assert_clean(source: str, filename: str = "case.py") -> None:
-    got = [(f.location.row, f.message) for f in found(source, filename)]
-    assert got == [], f"{got}\n{source}"
+CASES = RuleCases("ACC003")
+_src = src
+found, marked, assert_clean = CASES.found, CASES.marked, CASES.assert_clean
+assert_reported = CASES.assert_reported
 
 
 def assert_fix(source: str, inserted: list[str], filename: str = "case.py", unsafe: bool = False) -> str:

@@ -14,26 +14,17 @@ from pathlib import Path
 import pytest
 
 from accumlint.engine import check_source, fix_source
+from rule_cases import RuleCases, src
 
 SELECT = {"ACC014"}
 
-
-def _src(text: str) -> str:
-    return textwrap.dedent(text).lstrip("\n")
-
-
-def found(source: str, filename: str = "case.py") -> list:
-    result = check_source(source, filename, select=SELECT)
-    assert result.error is None, result.error
-    return result.findings
+CASES = RuleCases("ACC014")
+_src = src
+found, marked, assert_clean = CASES.found, CASES.marked, CASES.assert_clean
 
 
 def rows(source: str, filename: str = "case.py") -> set[int]:
     return {f.location.row for f in found(source, filename)}
-
-
-def marked(source: str) -> set[int]:
-    return {row for row, line in enumerate(source.splitlines(), 1) if "# <ACC014" in line}
 
 
 def assert_fix(source: str, inserted: list[str], filename: str = "case.py", left: int = 0) -> str:
@@ -63,11 +54,6 @@ def assert_report_only(source: str, filename: str = "case.py") -> None:
     findings = found(source, filename)
     assert findings and all(f.fix is None for f in findings)
     assert fix_source(source, filename, select=SELECT, unsafe_fixes=True).fixed_source is None
-
-
-def assert_clean(source: str, filename: str = "case.py") -> None:
-    got = [(f.location.row, f.message) for f in found(source, filename)]
-    assert got == [], f"{got}\n{source}"
 
 
 # --- script positives ------------------------------------------------------------------------------

@@ -1,0 +1,36 @@
+"""What the per-rule case files share: run one rule on a snippet, read the rows a snippet marks
+with `# <ACCnnn`, and assert a snippet is reported exactly there, or is clean."""
+
+from __future__ import annotations
+
+import textwrap
+
+from accumlint.engine import check_source
+
+
+def src(text: str) -> str:
+    return textwrap.dedent(text).lstrip("\n")
+
+
+class RuleCases:
+    def __init__(self, code: str) -> None:
+        self.code = code
+        self.select = {code}
+
+    def found(self, source: str, filename: str = "case.py") -> list:
+        result = check_source(source, filename, select=self.select)
+        assert result.error is None, result.error
+        return result.findings
+
+    def marked(self, source: str) -> set[int]:
+        return {row for row, line in enumerate(source.splitlines(), 1) if f"# <{self.code}" in line}
+
+    def assert_reported(self, source: str, filename: str = "case.py") -> list:
+        findings = self.found(source, filename)
+        assert self.marked(source)
+        assert {f.location.row for f in findings} == self.marked(source), [(f.location.row, f.message) for f in findings]
+        return findings
+
+    def assert_clean(self, source: str, filename: str = "case.py") -> None:
+        got = [(f.location.row, f.message) for f in self.found(source, filename)]
+        assert got == [], f"{got}\n{source}"
