@@ -39,7 +39,7 @@ def _moved_unit(stmt: Stmt, window: Window) -> Optional[tuple[ast.AST, Optional[
         return None  # an `else` branch, a block with other statements, a `with` or `try`: not moved
     if node is stmt.node:
         return node, stmt.block
-    header = next((s for s in stmt.scope.stmts if s.node is node), None)
+    header = stmt.scope.header_of(node)
     return (node, header.block) if header is not None else None
 
 
