@@ -1,7 +1,7 @@
 """A content-hash cache of check results, shared safely by concurrent processes.
 
 Layout: `<root>/.accumlint_cache/v1/<2 hex>/<sha256>.json`, one small JSON file per entry.
-The key hashes the file's bytes, the check's fingerprint (selection, mode, accumlint and LibCST
+The key hashes the file's bytes, the check's fingerprint (selection, mode, accumlint and Python
 versions, and the package's own files, so an edited checkout never reads stale results) and
 nothing else: entries hold no filename, so a copied or renamed file is still a hit.
 Writes go to a temporary file renamed into place (atomic on POSIX and Windows); a reader sees a
@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 from dataclasses import asdict
 from pathlib import Path
@@ -43,15 +44,9 @@ def _package_stamp() -> str:
 
 def fingerprint(select: Collection[str], mode: str = "check", extra: str = "") -> str:
     """Everything besides the file's bytes that decides a result. `extra`: serialised config."""
-    try:
-        from importlib.metadata import version
-
-        libcst_version = version("libcst")
-    except Exception:  # not installed as a distribution: the stamp below still helps
-        libcst_version = "?"
-    text = "\n".join(
-        [accumlint.__version__, libcst_version, _package_stamp(), mode, ",".join(sorted(select)), extra]
-    )
+    # The parser is CPython's own `ast`: a new Python may parse (and so judge) differently.
+    python = ".".join(map(str, sys.version_info[:3]))
+    text = "\n".join([accumlint.__version__, python, _package_stamp(), mode, ",".join(sorted(select)), extra])
     return hashlib.sha256(text.encode()).hexdigest()
 
 

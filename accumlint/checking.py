@@ -22,7 +22,7 @@ from accumlint.writer import ChangedOnDisk, atomic_write
 
 
 def _engine() -> ModuleType:
-    # Imported on first use: LibCST costs a third of a second, which warm runs do not pay.
+    # Imported on first use: the analysis modules cost time that warm runs need not pay.
     from accumlint import engine
 
     return engine

@@ -20,7 +20,7 @@ from accumlint.model import FileError, FileResult, Finding, Location
 
 
 def _engine() -> ModuleType:
-    # Imported on first use, like everywhere else: LibCST is not needed for a cache hit.
+    # Imported on first use, like everywhere else: the analysis is not needed for a cache hit.
     from accumlint import engine
 
     return engine
