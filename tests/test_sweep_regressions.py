@@ -171,3 +171,150 @@ def test_a_value_made_from_the_batch_alone_stored_per_step_keeps_no_graph():
         print(lengths, curve)
     """
     assert codes(source) == {("ACC002", 9)}  # the loss per step, not the batch's lengths or the lr
+
+
+TUNED_PROBABILITY = """
+class Tuner:
+    def __init__(self):
+        self.p = 0.0
+
+    def tune(self, pred):
+        self.p = min(1.0, max(0.0, self.p + 0.01 * (pred.sign().mean().item() - 0.6)))
+        return self.p
+
+
+def train(gen, disc, optimizer, loader, augment):
+    tuner = Tuner()
+    p = 0.0
+    for real in loader:
+        pred = disc(augment(real, p))
+        loss = (1 - pred).relu().mean() + disc(augment(gen(real), p)).relu().mean()
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        p = tuner.tune(pred)
+"""
+
+
+def test_a_method_of_a_local_object_returning_a_float_carries_no_graph():
+    assert codes(TUNED_PROBABILITY) == set()
+    # The same object handing the prediction itself back carries it into the next iteration.
+    passing = TUNED_PROBABILITY.replace("        return self.p\n", "        return pred * self.p\n")
+    assert codes(passing) == {("ACC003", 20)}
+
+
+def _write(root, files):
+    for name, text in files.items():
+        (root / name).write_text(textwrap.dedent(text).lstrip())
+
+
+def test_a_no_grad_method_of_an_imported_class_returns_no_graph(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "augment.py": """
+            import torch
+
+
+            class Adaptive:
+                def __init__(self, target):
+                    self.target = target
+                    self.buf = torch.zeros(2)
+                    self.p = 0.0
+
+                @torch.no_grad()
+                def tune(self, pred):
+                    self.buf += torch.tensor((torch.sign(pred).sum().item(), pred.shape[0]))
+                    signs, n = self.buf.tolist()
+                    self.p = min(1.0, max(0.0, self.p + (signs / n - self.target)))
+                    return self.p
+            """,
+        "train.py": """
+            from augment import Adaptive
+
+
+            def train(args, gen, disc, optimizer, loader, augment):
+                p = 0.0
+                if args.ada:
+                    tuner = Adaptive(args.target)
+                for real in loader:
+                    pred = disc(augment(real, p))
+                    loss = pred.relu().mean()
+                    optimizer.zero_grad()
+                    loss.backward()
+                    optimizer.step()
+                    if args.ada:
+                        p = tuner.tune(pred)
+            """,
+    })
+    path = tmp_path / "train.py"
+    result = engine.check_source(path.read_bytes(), str(path))
+    assert result.error is None, result.error
+    assert result.findings == []
+
+
+def test_a_float_from_the_command_line_annealed_at_module_level_is_no_carried_state():
+    source = """
+    import argparse
+    import math
+    import helpers
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--temp", type=float, default=1.0)
+    parser = helpers.wrap_parser(parser)
+    args = parser.parse_args()
+    temp = args.temp
+    for step, x in enumerate(loader):
+        loss = model(x, temp=temp)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 100 == 0:
+            temp = max(temp * math.exp(-1e-6 * step), 0.5)
+    """
+    assert codes(source) == set()
+    carried = source.replace("temp = max(temp * math.exp(-1e-6 * step), 0.5)", "temp = model.head(x)")
+    assert {code for code, _ in codes(carried)} == {"ACC003"}
+
+
+def test_the_data_batch_of_an_enclosing_loop_reworked_in_a_truncated_bptt_loop_is_data():
+    source = """
+    class Trainer:
+        def train_batches(self, batches):
+            for batch in batches:
+                src, tgt_all = batch["src"], batch["tgt"]
+                for j in range(0, tgt_all.size(1), self.trunc):
+                    out = self.model(src, tgt_all[:, j:j + self.trunc])
+                    batch = self.criterion.mask_prompt(batch)
+                    loss = self.criterion(batch, out)
+                    loss.backward()
+                self.optim.step()
+                self.optim.zero_grad()
+    """
+    assert codes(source) == set()
+    # A state that enters the inner loop from an assignment is still a carried state.
+    state = source.replace('src, tgt_all = batch["src"], batch["tgt"]', 'src, tgt_all = batch["src"], batch["tgt"]\n                hidden = self.model.init_hidden()').replace(
+        "out = self.model(src, tgt_all[:, j:j + self.trunc])", "out, hidden = self.model(src, tgt_all[:, j:j + self.trunc], hidden)")
+    assert {code for code, _ in codes(state)} == {"ACC003"}
+
+
+def test_a_ddp_wrapper_whose_all_reduce_is_switched_off_by_hand_manages_its_sync():
+    source = """
+    from apex.parallel import DistributedDataParallel as DDP
+
+
+    def train(args, model, optimizer, loader):
+        model = DDP(model)
+        for step, (x, y) in enumerate(loader):
+            loss = model(x, y) / args.accum
+            last = (step + 1) % args.accum == 0 or step + 1 == len(loader)
+            model.disable_allreduce()
+            if last:
+                model.enable_allreduce()
+            loss.backward()
+            if last:
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    assert codes(source) == set()
+    unmanaged = source.replace("            model.disable_allreduce()\n            if last:\n                model.enable_allreduce()\n", "")
+    assert {code for code, _ in codes(unmanaged)} == {"ACC009"}

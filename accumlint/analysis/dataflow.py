@@ -11,7 +11,7 @@ from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_number, is_true, mentions, method_of
 
 if TYPE_CHECKING:
-    from accumlint.analysis.calls import Resolver
+    from accumlint.analysis.calls import Callee, Resolver
 
 _PASS_THROUGH_METHODS = {
     "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
@@ -26,6 +26,7 @@ _NO_GRAPH_METHODS = {
     "detach", "detach_", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool", "byte",
     "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
     "isfinite", "any", "all", "new_zeros", "new_ones", "new_empty", "new_full", "zero_", "zeros_like",
+    "parse_args", "parse_known_args", "parse_args_into_dataclasses",  # command-line options
 }
 _NO_GRAPH_FUNCTIONS = {
     "zeros", "ones", "empty", "full", "randn", "rand", "randint", "randn_like", "rand_like", "arange",
@@ -391,13 +392,27 @@ class DataFlow:
         if full in _NUMBER_BUILTINS and full not in self.collected.imports:
             # `max(temp * 0.99, 0.5)`: the builtin on numbers; a graph only if an argument has one
             return any(self.carries_graph(arg, at, depth + 1) for arg in call.args if not isinstance(arg, ast.Starred))
+        returns = self._helper_graph(call, at, depth)
+        if returns is not None:  # a local function or method: what it returns (`tuner.tune(pred)`)
+            return returns
         if receiver is not None and self._local_value(receiver, at):
             # `(pred.detach() - y).abs()`: a method of a value the analysis sees
             return self.carries_graph(receiver, at, depth + 1) or self._arguments_carry(call, at, depth)
-        returns = self._helper_graph(call, at, depth)
-        if returns is not None:
-            return returns
         return True
+
+    def _instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+        """`tuner.tune(pred)` where `tuner = Tuner(...)` was built from a class of the project: that
+        class's method (None when the receiver is anything else)."""
+        func = call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            return None
+        base, _ = reaching(func.value.id, at.scope, at.order)
+        if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
+            return None
+        cls = dotted(base.value.func)
+        if cls is None or not _class_like(cls):
+            return None
+        return self.resolver.resolve(ast.Call(func=ast.Attribute(value=base.value.func, attr=func.attr), args=[], keywords=[]), at.scope)
 
     def _helper_graph(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...] = ()) -> Optional[bool]:
         """What a local helper returns (the element at `index` of a returned tuple): graph-free when
@@ -405,7 +420,7 @@ class DataFlow:
         (`return x.data.clone()`); None when unknown."""
         if depth > 12:
             return False  # as deep as carries_graph follows a value
-        callee = self.resolver.resolve(call, at.scope)
+        callee = self.resolver.resolve(call, at.scope) or self._instance_method(call, at)
         if callee is None or not callee.scope.returns:
             return None
         flow = callee.module.flow
@@ -418,11 +433,19 @@ class DataFlow:
                 value = value.elts[position]
             if flow.carries_graph(value, stmt, depth + 1):
                 return True
+            if stmt.no_grad and not (isinstance(value, ast.Name) and value.id in params):
+                continue  # computed under no_grad (`@torch.no_grad()` on the helper): no graph
             reads_arguments = reads_arguments or _reads_outside_detach(value, params, flow, stmt)
         if reads_arguments:  # `return 1.0 / (levels[1:] - levels[:-1])`: as graph-carrying as its arguments
             values = [*call.args, *(kw.value for kw in call.keywords)]
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
+
+
+def _class_like(name: str) -> bool:
+    """A class name by convention (`Tuner`, `aug.AdaptiveAugment`)."""
+    last = name.rsplit(".", 1)[-1]
+    return last[:1].isupper()
 
 
 def _iterated_element(iterable: ast.expr, index: tuple[int, ...]) -> Optional[ast.expr]:

@@ -9,5 +9,9 @@ NO_SYNC_CONTEXT = "no_sync"
 SPEC = FrameworkSpec(
     Framework.DDP,
     constructors={name: Role.DDP for name in WRAPPERS},
-    sync_controls=frozenset({NO_SYNC_CONTEXT, "require_backward_grad_sync", "set_requires_gradient_sync"}),
+    sync_controls=frozenset({
+        NO_SYNC_CONTEXT, "require_backward_grad_sync", "set_requires_gradient_sync",
+        # apex's and DeepSpeed's older DDP wrappers switch the all-reduce off and on by hand
+        "disable_allreduce", "enable_allreduce", "disable_need_reduction", "enable_need_reduction",
+    }),
 )

@@ -75,6 +75,9 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts, events) -> dict[str,
         inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
         if not inside or any(d.kind not in {"assign", "unpack"} for d in inside):
             continue  # in-place detach_, loop targets, augmented updates: not a carried model state
+        entering = [d for d in scope.definitions(name) if d.order < loop.first_order]
+        if entering and entering[-1].kind == "for":
+            continue  # the batch of an enclosing loop over the data, reworked step by step: data
         # What reaches the next iteration: the assignments after the last backward when there
         # are any (`inp = out` after backward), else all of them.
         after = [d for d in inside if d.order > last_backward]
