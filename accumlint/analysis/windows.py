@@ -164,8 +164,17 @@ def _ends_with_continue(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], ast.Continue)
 
 
+def _prefixed(name: str, prefix: str) -> Optional[str]:
+    """The rest of `name` after `prefix` (`cfg.train.k`, `cfg` -> `.train.k`), or None."""
+    return name[len(prefix):] if name.startswith(prefix + ".") else None
+
+
 def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
-    """The names that stand for k: k itself, what it was assigned from, and what was assigned from it."""
+    """The names that stand for k: k itself, what it was assigned from, and what was assigned from
+    it, also through an object that holds it (`self.cfg = cfg` makes `self.cfg.k` and `cfg.k` one
+    value, `tcfg = cfg.train` makes `tcfg.k` and `cfg.train.k` one) and through the keyword an
+    object was built with (`acc = Accelerator(gradient_accumulation_steps=n)`: `acc.gradient_accumulation_steps`
+    is `n`)."""
     name = dotted(k)
     names = {name} if name else set(names_in(k))
     scopes = scope.sight()
@@ -179,15 +188,30 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
                         value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
                     elif definition.kind != "assign":
                         continue
-                    if value is None:
+                    if isinstance(value, ast.Call):
+                        for kw in value.keywords:
+                            given = dotted(kw.value)
+                            if kw.arg is None or given is None:
+                                continue
+                            if f"{target}.{kw.arg}" in names:
+                                grown.add(given)
+                            elif given in names:
+                                grown.add(f"{target}.{kw.arg}")
                         continue
-                    source = dotted(value)
+                    source = dotted(value) if value is not None else None
                     if source is None:
                         continue  # `tokens = k * batch` is not another name for k
                     if target in names:
                         grown.add(source)
                     elif source in names:
                         grown.add(target)
+                    for known in names:
+                        rest = _prefixed(known, target)
+                        if rest is not None:
+                            grown.add(source + rest)
+                        rest = _prefixed(known, source)
+                        if rest is not None:
+                            grown.add(target + rest)
         if grown == names:
             break
         names = grown
@@ -296,17 +320,103 @@ def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple
     return found
 
 
-def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
-    """`K = 1` (one constant assignment in the file's scopes): no accumulation at all."""
+def _module_node(scope: Scope) -> Optional[ast.Module]:
+    current = scope
+    while current.parent is not None:
+        current = current.parent
+    return current.node if isinstance(current.node, ast.Module) else None
+
+
+def _plain_class(name: str, scope: Scope) -> Optional[ast.ClassDef]:
+    """A class of this module used as a fixed set of constants (`class CFG: grad_accum = 1`): no
+    decorator (a dataclass takes its fields as arguments), no base, no `__init__`."""
+    module = _module_node(scope)
+    if module is None:
+        return None
+    for node in module.body:
+        if isinstance(node, ast.ClassDef) and node.name == name:
+            plain = not node.decorator_list and not node.keywords and all(dotted(b) == "object" for b in node.bases)
+            methods = {n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            return node if plain and "__init__" not in methods else None
+    return None
+
+
+def _class_constant(cls: ast.ClassDef, attr: str, scope: Scope) -> Optional[set[int]]:
+    """The literal a plain class binds `attr` to, when nothing in the module binds it anew."""
+    values: set[int] = set()
+    for node in cls.body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+        value = getattr(node, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == attr for t in targets):
+            size = int_value(value)
+            if size is None:
+                return None
+            values.add(size)
+    module = _module_node(scope)
+    if not values or module is None:
+        return None
+    for found in ast.walk(module):
+        if isinstance(found, ast.Attribute) and found.attr == attr and isinstance(found.ctx, (ast.Store, ast.Del)):
+            return None  # `CFG.grad_accum = args.k` somewhere
+        if isinstance(found, ast.Call) and dotted(found.func) in {"setattr", "vars"}:
+            return None
+    return values
+
+
+def _owner_class(owner: str, scope: Scope) -> Optional[ast.ClassDef]:
+    """`CFG` itself, or `cfg` bound once to `CFG()` with no arguments."""
+    cls = _plain_class(owner, scope)
+    if cls is not None:
+        return cls
+    for current in scope.sight():
+        definitions = current.definitions(owner)
+        if definitions:
+            value = definitions[0].value
+            if len(definitions) == 1 and definitions[0].kind == "assign" and isinstance(value, ast.Call):
+                if not value.args and not value.keywords and isinstance(value.func, ast.Name):
+                    return _plain_class(value.func.id, scope)
+            return None
+    return None
+
+
+def k_values(k: ast.expr, scope: Scope, depth: int = 0) -> Optional[set[int]]:
+    """The literals k is bound to when the code fixes it (`K = 1`, `self.k = 1`, `k = K`, a plain
+    config class's `grad_accum = 1`); None when it can be set from outside: a parameter, an
+    argparse flag or any attribute of an object built elsewhere (`args.k = 1` under an `if` is one
+    value of a flag, not all of them), a dataclass field, a call's result."""
+    size = int_value(k)
+    if size is not None:
+        return {size}
     name = dotted(k)
-    if name is None:
-        return False
+    if name is None or depth > 4:
+        return None
+    owner, _, attr = name.rpartition(".")
+    cls = _owner_class(owner, scope) if owner else None
+    if cls is not None:
+        return _class_constant(cls, attr, scope)
+    if owner and owner.split(".", 1)[0] not in {"self", "cls"} or owner.count("."):
+        return None  # `args.k`, `cfg.train.k`, `self.cfg.k`: the object comes from outside
     for current in scope.sight():
         definitions = current.definitions(name)
         if definitions:
-            values = [int_value(d.value) if d.kind == "assign" else None for d in definitions]
-            return all(v is not None and v <= 1 for v in values)
-    return False
+            values: set[int] = set()
+            for definition in definitions:
+                if definition.kind != "assign" or definition.value is None:
+                    return None
+                found = k_values(definition.value, definition.stmt.scope, depth + 1)
+                if found is None:
+                    return None
+                values |= found
+            return values
+    return None
+
+
+def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
+    """`K = 1`, `self.k = 1`, `CFG.grad_accum = 1` in a plain config class: no accumulation at all.
+    A default that a flag or a caller may change (`default=1`, `k=1`, a dataclass field) is a k of
+    unknown value, still a window."""
+    values = k_values(k, scope)
+    return values is not None and all(v <= 1 for v in values)
 
 
 def find_windows(scope: Scope, all_events: list[Event], helpers: Optional[HelperGates] = None) -> list[Window]:

@@ -1,0 +1,323 @@
+"""k as real code holds it: dataclass fields, nested config objects, plain config classes,
+argparse flags, the Accelerator's own attribute, `self.k` set in `__init__`. Two names are one k
+when the code binds one to the other (directly, through the object that holds it, or through the
+keyword an object was built with); a literal 1 is no window; a default that a flag, a caller or a
+constructor may change is a k of unknown value, still a window."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accumlint import engine
+
+
+def found(source: str, path: str = "t.py") -> set[tuple[str, int]]:
+    result = engine.check_source(textwrap.dedent(source), path)
+    assert result.error is None, result.error
+    return {(f.code, f.location.row) for f in result.findings}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+# --- dataclass fields -------------------------------------------------------------------------
+
+DATACLASS = """
+from dataclasses import dataclass
+
+
+@dataclass
+class Cfg:
+    grad_accum: int = {default}
+
+
+def train(model, opt, loader, cfg: Cfg):
+    k = cfg.grad_accum
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        if (i + 1) % cfg.grad_accum == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_a_dataclass_field_is_k_under_every_name_bound_to_it():
+    assert found(DATACLASS.format(default=4, divide=" / cfg.grad_accum / k")) == {("ACC010", 14)}
+    assert found(DATACLASS.format(default=4, divide=" / k")) == set()
+    assert found(DATACLASS.format(default=4, divide="")) == {("ACC001", 14)}
+
+
+def test_a_dataclass_default_of_one_is_still_a_window():
+    # `Cfg(grad_accum=8)` or a flag parsed into the dataclass changes it: a k of unknown value.
+    assert found(DATACLASS.format(default=1, divide="")) == {("ACC001", 14)}
+
+
+def test_a_dataclass_built_with_the_value_names_it():
+    source = """
+        from dataclasses import dataclass
+
+
+        @dataclass
+        class Cfg:
+            grad_accum: int = 1
+
+
+        def main(args, model, opt, loader):
+            cfg = Cfg(grad_accum=args.accum)
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean() / args.accum / cfg.grad_accum
+                loss.backward()
+                if (i + 1) % cfg.grad_accum == 0 or i + 1 == len(loader):
+                    opt.step()
+                    opt.zero_grad()
+    """
+    assert found(source) == {("ACC010", 14)}
+    # A keyword of another object is no alias: one division by k, one by something else.
+    other = source.replace("cfg = Cfg(grad_accum=args.accum)", "cfg = Cfg(grad_accum=args.accum, lr=args.lr)").replace(
+        "/ args.accum / cfg.grad_accum", "/ args.lr / cfg.grad_accum"
+    )
+    assert found(other) == set()
+
+
+NESTED = """
+def train(model, opt, loader, cfg):
+    tcfg = cfg.train
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        if (i + 1) % cfg.train.grad_accum == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_a_nested_config_is_followed_through_the_object_that_holds_it():
+    assert found(NESTED.format(divide=" / tcfg.grad_accum / cfg.train.grad_accum")) == {("ACC010", 6)}
+    assert found(NESTED.format(divide=" / tcfg.grad_accum")) == set()
+    # `tcfg.lr` is another field of the same object: not k.
+    assert found(NESTED.format(divide=" / tcfg.lr / cfg.train.grad_accum")) == set()
+    assert found(NESTED.format(divide="")) == {("ACC001", 6)}
+
+
+# --- plain config classes -----------------------------------------------------------------------
+
+CONFIG_CLASS = """
+class CFG:
+    seed = 42
+    grad_accum = {value}
+
+
+def train(model, opt, loader):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean()
+        loss.backward()
+        if (i + 1) % {k} == 0:
+            opt.step()
+            opt.zero_grad()
+{tail}
+"""
+
+
+@pytest.mark.parametrize("k", ["CFG.grad_accum", "cfg.grad_accum"])
+def test_a_config_class_attribute_of_one_is_no_window(k):
+    tail = "\ncfg = CFG()\n" if k.startswith("cfg") else ""
+    # No division, no end clause: with k = 1 there is nothing to divide and nothing left over.
+    assert found(CONFIG_CLASS.format(value=1, k=k, tail=tail)) == set()
+    assert {code for code, _ in found(CONFIG_CLASS.format(value=4, k=k, tail=tail))} == {"ACC001", "ACC005"}
+
+
+def test_a_config_class_attribute_set_anew_somewhere_is_not_fixed():
+    tail = "\ndef setup(args):\n    CFG.grad_accum = args.accum\n"
+    assert {code for code, _ in found(CONFIG_CLASS.format(value=1, k="CFG.grad_accum", tail=tail))} == {
+        "ACC001", "ACC005"
+    }
+
+
+def test_a_config_class_with_fields_given_at_construction_is_configurable():
+    source = CONFIG_CLASS.format(value=1, k="cfg.grad_accum", tail="\ncfg = CFG(grad_accum=8)\n")
+    assert {code for code, _ in found(source)} == {"ACC001", "ACC005"}
+    decorated = CONFIG_CLASS.format(value=1, k="CFG.grad_accum", tail="").replace(
+        "class CFG:", "from dataclasses import dataclass\n\n\n@dataclass\nclass CFG:"
+    )
+    assert {code for code, _ in found(decorated)} == {"ACC001", "ACC005"}
+
+
+# --- argparse -----------------------------------------------------------------------------------
+
+ARGPARSE = """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument("--accum-steps", type=int, default={default}{dest})
+parser.add_argument("--deepspeed", action="store_true")
+args = parser.parse_args()
+{override}
+
+def train(model, opt, loader):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        if (i + 1) % args.{k} == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def _argparse(default=8, dest="", override="", divide="", k="accum_steps") -> str:
+    return ARGPARSE.format(default=default, dest=dest, override=override, divide=divide, k=k)
+
+
+def test_an_argparse_flag_is_k_whatever_its_default():
+    assert found(_argparse()) == {("ACC001", 13)}
+    assert found(_argparse(default=1)) == {("ACC001", 13)}  # `--accum-steps 8` makes it a window
+    assert found(_argparse(divide=" / args.accum_steps")) == set()
+
+
+def test_a_flag_set_to_one_on_one_path_is_still_a_window():
+    # `args.accum_steps = 1` under `--deepspeed` is one of its values, not all of them.
+    override = "if args.deepspeed:\n    args.accum_steps = 1\n"
+    assert found(_argparse(override=override)) == {("ACC001", 15)}
+
+
+def test_the_dest_attribute_is_the_flag_and_any_division_counts_as_scaled():
+    dest = ', dest="gradient_accumulation_steps"'
+    k = "gradient_accumulation_steps"
+    assert found(_argparse(dest=dest, k=k)) == {("ACC001", 13)}
+    assert found(_argparse(dest=dest, k=k, divide=" / args.gradient_accumulation_steps")) == set()
+    # `args.accum_steps` is another attribute (there is none of that name once `dest` is given):
+    # a division by it is a division all the same, so no ACC001; and no ACC010, it is not k twice.
+    assert found(_argparse(dest=dest, k=k, divide=" / args.accum_steps / args.gradient_accumulation_steps")) == set()
+    twice = " / args.gradient_accumulation_steps / args.gradient_accumulation_steps"
+    assert found(_argparse(dest=dest, k=k, divide=twice)) == {("ACC010", 13)}
+
+
+# --- the Accelerator's attribute -----------------------------------------------------------------
+
+ACCELERATOR = """
+from accelerate import Accelerator
+
+
+def main(args, model, opt, loader):
+    accelerator = Accelerator(gradient_accumulation_steps=args.gas)
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean(){divide}
+        loss.backward()
+        if (i + 1) % accelerator.gradient_accumulation_steps == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_the_accelerators_attribute_is_what_it_was_built_with():
+    assert found(ACCELERATOR.format(divide=" / args.gas / accelerator.gradient_accumulation_steps")) == {("ACC010", 9)}
+    assert found(ACCELERATOR.format(divide=" / args.gas")) == set()
+    assert found(ACCELERATOR.format(divide="")) == {("ACC001", 9)}
+
+
+# --- trainer classes ----------------------------------------------------------------------------
+
+TRAINER = """
+class Trainer:
+    def __init__(self, model, opt, cfg{param}):
+        self.model, self.opt = model, opt
+        self.cfg = cfg
+        {init}
+
+    def fit(self, loader):
+        cfg = self.cfg
+        for i, batch in enumerate(loader):
+            loss = self.model(batch).mean(){divide}
+            loss.backward()
+            if (i + 1) % {k} == 0 or i + 1 == len(loader):
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+
+def _trainer(param="", init="pass", divide="", k="self.cfg.grad_accum") -> str:
+    return TRAINER.format(param=param, init=init, divide=divide, k=k)
+
+
+def test_a_config_held_on_self_is_the_config_it_was_given():
+    assert found(_trainer(divide=" / cfg.grad_accum / self.cfg.grad_accum")) == {("ACC010", 12)}
+    assert found(_trainer(divide=" / cfg.grad_accum")) == set()
+    assert found(_trainer()) == {("ACC001", 12)}
+
+
+def test_k_on_self_from_a_config_field():
+    init = "self.accum = cfg.train.grad_accum"
+    assert found(_trainer(init=init, k="self.accum", divide=" / self.cfg.train.grad_accum / self.accum")) == {
+        ("ACC010", 12)
+    }
+    assert found(_trainer(init=init, k="self.accum", divide=" / self.cfg.train.grad_accum")) == set()
+
+
+def test_self_k_of_literal_one_is_no_window_but_a_parameter_default_of_one_is():
+    assert found(_trainer(init="self.k = 1", k="self.k")) == set()
+    assert found(_trainer(param=", k=1", init="self.k = k", k="self.k")) == {("ACC001", 12)}
+    # k = 1 under a condition and the configured value otherwise: a window.
+    init = "self.k = 1 if cfg.deepspeed else cfg.grad_accum"
+    assert found(_trainer(init=init, k="self.k")) == {("ACC001", 12)}
+
+
+def test_self_k_from_a_config_class_constant():
+    source = "class CFG:\n    grad_accum = {}\n" + _trainer(init="self.k = CFG.grad_accum", k="self.k")
+    assert found(source.format(1)) == set()
+    assert found(source.format(4)) == {("ACC001", 14)}
+
+
+def test_a_module_constant_of_one_is_no_window():
+    source = "ACCUM = 1\n" + DATACLASS.format(default=4, divide="").replace("cfg.grad_accum == 0", "ACCUM == 0")
+    assert found(source) == set()
+    assert found(source.replace("ACCUM = 1", "ACCUM = 2")) == {("ACC001", 15)}
+
+
+# --- across modules -----------------------------------------------------------------------------
+
+PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/steps.py": """
+        class Base:
+            def micro_step(self, batch):
+                loss = self.model(batch).mean(){divide}
+                loss.backward()
+    """,
+    "train.py": """
+        from pkg.steps import Base
+
+
+        class Trainer(Base):
+            def __init__(self, model, opt, cfg):
+                self.model, self.opt, self.cfg = model, opt, cfg
+
+            def train_epoch(self, loader):
+                for i, batch in enumerate(loader):
+                    self.micro_step(batch)
+                    if (i + 1) % self.cfg.grad_accum == 0 or i + 1 == len(loader):
+                        self.opt.step()
+                        self.opt.zero_grad()
+    """,
+}
+
+
+def test_a_config_on_self_is_k_in_a_base_class_of_another_module(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    files = dict(PROJECT)
+    files["pkg/steps.py"] = PROJECT["pkg/steps.py"].format(divide="")
+    _write(tmp_path, files)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert {(f.filename, f.code, f.location.row) for f in result.findings} == {
+        (str(Path("pkg") / "steps.py"), "ACC001", 4)
+    }
+    files["pkg/steps.py"] = PROJECT["pkg/steps.py"].format(divide=" / self.cfg.grad_accum")
+    _write(tmp_path, files)
+    assert engine.check_source((tmp_path / "train.py").read_bytes(), "train.py").findings == []
