@@ -4,6 +4,7 @@ module. Each comes with the chain of calls that leads to it, for the finding's m
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -19,12 +20,20 @@ class Reached:
     module: AnalysedModule  # the module that function is in
     calls: tuple[Event, ...]  # the calls from the loop's scope down to that function
 
-    def path(self) -> str:
+    def path(self, when: str = "every micro-step") -> str:
         """`called every micro-step from `train_epoch`, line 12` (and the calls in between)."""
         first = self.calls[0]
-        text = f"called every micro-step from `{first.stmt.scope.name}`, line {getattr(first.stmt.node, 'lineno', '?')}"
+        text = f"called {when} from `{first.stmt.scope.name}`, line {getattr(first.stmt.node, 'lineno', '?')}"
         inner = [f"`{call.helper}()`" for call in self.calls[1:]]
         return text + (f", through {', '.join(inner)}" if inner else "")
+
+    def on_every_call(self) -> bool:
+        """The event runs whenever the first call runs: neither it nor a call in between sits
+        under an `if` or inside a loop of its function (a helper that steps its scheduler only
+        `if self.step % k == 0` decides for itself)."""
+        stmts = [self.event.stmt, *(call.stmt for call in self.calls[1:])]
+        conditional = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.match_case)
+        return not any(isinstance(node, conditional) for stmt in stmts for node, _ in stmt.path)
 
 
 def reached(call: Event, kind: EventKind, depth: int = 0, above: tuple[Event, ...] = ()) -> Iterator[Reached]:

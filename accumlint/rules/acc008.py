@@ -6,13 +6,16 @@ import ast
 from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.collect import Collected
 from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
+from accumlint.analysis.reach import reached
 from accumlint.analysis.schedules import UPDATES, Length, schedule_length
 from accumlint.analysis.windows import Window
-from accumlint.model import Fix, Violation
+from accumlint.model import Fix, Origin, Violation
 from accumlint.rules.common import under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
 from accumlint.rules.meta import FixSafety
+from accumlint.source import SourceText
 
 CODE = "ACC008"
 NAME = "per-micro-step-schedule"
@@ -24,8 +27,11 @@ def _same_call_in(events: list[Event], event: Event, inside) -> bool:
     return any(e.kind == event.kind and e.receiver == event.receiver and inside(e.stmt) for e in events if e is not event)
 
 
-def _length(facts: ModuleFacts, event: Event, window: Optional[Window]) -> Optional[Length]:
-    """The scheduler's length and its unit, when the code shows them."""
+def _length(
+    facts: ModuleFacts, event: Event, window: Optional[Window], collected: Optional[Collected] = None
+) -> Optional[Length]:
+    """The scheduler's length and its unit, when the code shows them (`collected`: the module of a
+    helper the event sits in)."""
     if event.receiver is None:
         return None
     if window is not None:
@@ -34,14 +40,56 @@ def _length(facts: ModuleFacts, event: Event, window: Optional[Window]) -> Optio
         k_names = {ast.unparse(gas) for gas in facts.roles.accelerator_gas.values() if gas is not None}
     micro_iter = window.micro_loop.iter_expr if window is not None else None
     in_block = window.in_step_block if window is not None else (lambda stmt: False)
-    return schedule_length(event.receiver, event.stmt.scope, facts.collected, k_names, in_block, micro_iter)
+    return schedule_length(
+        event.receiver, event.stmt.scope, collected or facts.collected, k_names, in_block, micro_iter
+    )
 
 
-def _sized_in_updates(facts: ModuleFacts, length: Optional[Length]) -> str:
+def _sized_in_updates(facts: ModuleFacts, length: Optional[Length], source: Optional[SourceText] = None) -> str:
     if length is None or length.unit != UPDATES:
         return ""
     line = length.expr.lineno
-    return f"; its length (`{facts.source.segment(length.expr)}`, line {line}) counts optimizer updates"
+    return f"; its length (`{(source or facts.source).segment(length.expr)}`, line {line}) counts optimizer updates"
+
+
+def _what(event: Event) -> str:
+    if event.kind == UPDATE:
+        return f"`{event.receiver}.update()` runs" if event.receiver else "`scaler.update()`"
+    return f"`{event.receiver}.step()` runs" if event.receiver else "the LR scheduler steps"
+
+
+def _consequence(event: Event, k_text: str) -> str:
+    if event.kind == SCHED:
+        return f"the schedule advances `{k_text}` times too fast and ends after a `{k_text}`-th of training"
+    return "on a micro-step with no step an enabled GradScaler raises \"No inf checks were recorded prior to update\""
+
+
+def _in_helpers(facts: ModuleFacts, sf, window: Window, event: Event, seen: set[int]) -> Iterator[Violation]:
+    """A scheduler or scaler stepped inside a function called every micro-step: reported at that
+    statement, in whichever module it is, with the calls that lead there; no fix (moving the
+    statement would change the helper for every caller)."""
+    for found in reached(event, event.kind):
+        inner, module = found.event, found.module
+        if id(inner.stmt) in seen or inner.receiver is None or not found.on_every_call():
+            continue
+        if module.source is None and module is not facts.analysed:
+            continue
+        source = facts.source if module is facts.analysed else module.source
+        assert source is not None
+        sized = ""
+        if inner.kind == SCHED:
+            sized = _sized_in_updates(facts, _length(facts, inner, window, module.collected), source)
+            if not sized:
+                continue
+        seen.add(id(inner.stmt))
+        message = (
+            f"{_what(inner)} every micro-step while the optimizer steps once per window{sized}: "
+            f"{_consequence(inner, facts.source.segment(window.k))} ({found.path()})"
+        )
+        if module is facts.analysed:
+            yield Violation(CODE, message, inner.stmt.node)
+        elif module.path is not None:
+            yield Violation(CODE, message, inner.stmt.node, origin=Origin(str(module.path), source))
 
 
 def _unprepared_under_accumulate(facts: ModuleFacts, sf) -> Iterator[Event]:
@@ -65,6 +113,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue
                 if not window.every_micro_step(event.stmt) or under_accumulate(event.stmt, facts):
                     continue
+                if event.helper:
+                    yield from _in_helpers(facts, sf, window, event, seen)
+                    continue
                 sized = ""
                 if event.kind == SCHED:
                     # A schedule sized in micro-steps is stepped at the rate it was built for; one whose
@@ -75,21 +126,12 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 seen.add(id(event.stmt))
                 anchors = {STEP} if event.kind == UPDATE else {STEP, UPDATE}
                 already = _same_call_in(sf.events, event, window.in_step_block)
-                changes = None if event.helper else move_into_step_block(
-                    facts.source, event, window, sf.events, anchors, already
-                )
-                what = "`scaler.update()`" if event.kind == UPDATE else "the LR scheduler steps"
-                if event.kind == UPDATE and event.receiver:
-                    what = f"`{event.receiver}.update()` runs"
-                elif event.receiver:
-                    what = f"`{event.receiver}.step()` runs"
+                changes = move_into_step_block(facts.source, event, window, sf.events, anchors, already)
                 k_text = facts.source.segment(window.k)
                 yield Violation(
                     CODE,
-                    f"{what} every micro-step while the optimizer steps once per window{sized}: "
-                    + (f"the schedule advances `{k_text}` times too fast and ends after a `{k_text}`-th of training"
-                       if event.kind == SCHED else
-                       "on a micro-step with no step an enabled GradScaler raises \"No inf checks were recorded prior to update\""),
+                    f"{_what(event)} every micro-step while the optimizer steps once per window{sized}: "
+                    + _consequence(event, k_text),
                     event.stmt.node,
                     Fix("Move it into the step block, after the step", "unsafe", changes) if changes else None,
                 )

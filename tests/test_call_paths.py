@@ -1,0 +1,140 @@
+"""Faults inside helpers that a training loop calls: reported at the faulty statement (in the
+helper, in another module), the message naming the call path; fixes only in the checked file and
+only when safe."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from accumlint import engine
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text).lstrip())
+
+
+def findings(source: str, path: str = "t.py"):
+    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
+    assert result.error is None, result.error
+    return {(f.code, f.location.row): f for f in result.findings}
+
+
+def line_of(source: str, text: str) -> int:
+    lines = textwrap.dedent(source).lstrip().splitlines()
+    return next(i for i, line in enumerate(lines, 1) if text in line)
+
+
+# --- ACC008: a scheduler stepped in a helper called every micro-step -----------------------------
+
+SCHEDULER = """
+from transformers import get_linear_schedule_with_warmup
+
+
+class Trainer:
+    def __init__(self, model, opt, loader, k, epochs):
+        self.model, self.opt, self.k = model, opt, k
+        self.scheduler = get_linear_schedule_with_warmup(opt, 0, {length})
+
+    def _after_micro_step(self):
+        {body}
+
+    def train_epoch(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.model(batch).mean() / self.k
+            loss.backward()
+            self._after_micro_step()
+            if (i + 1) % self.k == 0 or i + 1 == len(loader):
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+
+def _scheduler(length="len(loader) // k * epochs", body="self.scheduler.step()") -> str:
+    return SCHEDULER.format(length=length, body=body)
+
+
+def test_a_scheduler_stepped_in_a_method_called_every_micro_step():
+    source = _scheduler()
+    found = findings(source)
+    row = line_of(source, "self.scheduler.step()")
+    assert set(found) == {("ACC008", row)}
+    finding = found[("ACC008", row)]
+    call = line_of(source, "self._after_micro_step()")
+    assert f"(called every micro-step from `train_epoch`, line {call})" in finding.message
+    assert "counts optimizer updates" in finding.message
+    assert finding.fix is None  # moving it would change the helper for every caller
+
+
+def test_a_helper_scheduler_sized_in_micro_steps_is_clean():
+    assert findings(_scheduler(length="len(loader) * epochs")) == {}
+
+
+def test_a_helper_that_gates_its_own_scheduler_is_clean():
+    body = "if self.opt_steps % self.k == 0:\n            self.scheduler.step()"
+    assert findings(_scheduler(body=body)) == {}
+
+
+def test_a_helper_called_inside_the_step_block_is_clean():
+    source = _scheduler().replace(
+        "            self._after_micro_step()\n", ""
+    ).replace("                self.opt.zero_grad()\n", "                self.opt.zero_grad()\n                self._after_micro_step()\n")
+    assert "_after_micro_step()" in source.split("def train_epoch")[1]
+    assert findings(source) == {}
+
+
+def test_the_call_path_names_every_helper_in_between():
+    source = _scheduler(body="self._advance()") + """
+    def _advance(self):
+        self.scheduler.step()
+"""
+    found = findings(source)
+    row = line_of(source, "self.scheduler.step()")
+    assert set(found) == {("ACC008", row)}
+    assert ", through `_advance()`)" in found[("ACC008", row)].message
+
+
+SCHEDULER_PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/hooks.py": """
+        def on_micro_step(scheduler, scaler):
+            scheduler.step()
+            scaler.update()
+    """,
+    "train.py": """
+        import torch
+        from transformers import get_cosine_schedule_with_warmup
+        from pkg.hooks import on_micro_step
+
+
+        def train(model, opt, loader, k, epochs):
+            scaler = torch.cuda.amp.GradScaler()
+            scheduler = get_cosine_schedule_with_warmup(opt, 0, len(loader) // k * epochs)
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean() / k
+                scaler.scale(loss).backward()
+                on_micro_step(scheduler, scaler)
+                if (i + 1) % k == 0 or i + 1 == len(loader):
+                    scaler.step(opt)
+                    opt.zero_grad()
+    """,
+}
+
+
+def test_a_helper_in_another_module_is_reported_there(tmp_path, monkeypatch):
+    _write(tmp_path, SCHEDULER_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert result.error is None, result.error
+    hooks = str(Path("pkg") / "hooks.py")
+    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    # The scheduler's length is in train.py, where the helper's parameter comes from: not in the
+    # helper's sight, so only scaler.update() (wrong whatever the schedule) is reported.
+    assert set(found) == {(hooks, "ACC008", 3)}
+    finding = found[(hooks, "ACC008", 3)]
+    assert "(called every micro-step from `train`, line 12)" in finding.message
+    assert finding.fix is None
