@@ -10,8 +10,9 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
-from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import dotted, method_of, names_in, walk
 from accumlint.analysis import lifetimes
+from accumlint.analysis.values import NUMBER, TENSOR, ValueKinds
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
@@ -22,13 +23,6 @@ SUMMARY = "a running total or list keeps every step's autograd graph alive"
 FIX: FixSafety = "sometimes"
 _COLLECTING = {"append", "add_", "extend", "insert"}
 _CONTAINERS = (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-# Tensor methods whose result is a tensor again (a reduction, a cast, an elementwise op).
-_TENSOR_METHODS = {
-    "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze", "view",
-    "reshape", "contiguous", "clone", "abs", "pow", "sqrt", "exp", "log", "neg", "norm", "flatten", "type_as",
-    "mul", "div", "add", "sub", "prod", "square", "clamp", "repeat", "expand", "transpose", "permute",
-}
-_TUPLE_FUNCTIONS = {"max", "min", "topk", "sort", "split", "chunk", "unbind", "kthvalue", "mode", "median", "lstsq"}
 
 
 def _subscript_holder(target: ast.expr) -> Optional[str]:
@@ -142,44 +136,60 @@ def _backward_tensors(events) -> set[str]:
     return {dotted(e.tensor) or "" for e in events if e.kind == BACKWARD and e.tensor is not None} - {""}
 
 
-def _tensor_value(expr: ast.expr, at: Stmt, backwarded: set[str], depth: int = 0) -> bool:
-    """The value is a tensor by what the code shows: a name handed to backward, `outputs.loss`, a
-    tensor method's result, arithmetic on a tensor, a torch function."""
-    if depth > 8:
-        return False
-    name = dotted(expr)
-    if name is not None:
-        if name in backwarded or (isinstance(expr, ast.Attribute) and expr.attr == "loss"):
-            return True
-        definitions = [d for d in at.scope.definitions(name) if d.order < at.order]
-        return bool(definitions) and all(
-            d.kind == "assign" and d.value is not None and _tensor_value(d.value, d.stmt, backwarded, depth + 1)
-            for d in definitions[-1:]
-        )
-    if isinstance(expr, ast.BinOp):
-        sides = (expr.left, expr.right)
-        if any(isinstance(s, _CONTAINERS) for s in sides):
-            return False
-        return any(_tensor_value(s, at, backwarded, depth + 1) for s in sides)
-    if isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
-        return _tensor_value(expr.operand, at, backwarded, depth + 1)
-    if isinstance(expr, ast.Call):
-        receiver, method = method_of(expr)
-        full = dotted(expr.func) or ""
-        if receiver is not None and method in _TENSOR_METHODS and not full.startswith(("torch.", "F.")):
-            return True
-        if full.startswith(("torch.", "F.")) and last_part(full) not in _TUPLE_FUNCTIONS:
-            return True
-    return False
+def _value_kind(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> str:
+    return ValueKinds(facts.flow, backwarded).of(value, stmt)
+
+
+_FORWARD_HINTS = ("loss", "criterion", "model", "forward")
+
+
+def _forward_call(call: ast.Call, models: set[str]) -> bool:
+    """`model(x)`, `self.net.forward(x)`, `criterion(out, y)`, `compute_loss(...)`."""
+    receiver, method = method_of(call)
+    name = dotted(call.func)
+    if lifetimes.is_model(name, models):
+        return True
+    if method in {"forward", "__call__"} and receiver is not None and lifetimes.is_model(dotted(receiver), models):
+        return True
+    return any(hint in (method or "").lower() for hint in _FORWARD_HINTS)
+
+
+def _from_forward(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
+    """The value is computed from this step's forward pass or loss (not from the batch alone, a
+    run option or a counter): it reads the tensor handed to backward, or a model or loss call
+    made on the way to it."""
+    scope = stmt.scope
+    derived = _derived_names(scope, value, stmt)
+    if derived & backwarded:
+        return True
+    models = facts.cached("acc002_models", lambda: lifetimes.model_objects(facts))
+    values = [value] + [
+        d.value for n in derived for d in scope.definitions(n)
+        if d.value is not None and d.order < stmt.order and d.kind in {"assign", "unpack", "aug", "for"}
+    ]
+    return any(isinstance(node, ast.Call) and _forward_call(node, models) for expr in values for node in walk(expr))
+
+
+def _graph_value(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
+    """A value that may hold this step's graph: no number (`n_total += batch.batch_size`,
+    `lr * seq_len / bptt`), and either a tensor or something made by the forward pass (not a
+    helper's count of the batch, `tokens += count(batch)`)."""
+    kind = _value_kind(facts, value, stmt, backwarded)
+    return kind == TENSOR or (kind != NUMBER and _from_forward(facts, value, stmt, backwarded))
 
 
 def _detach_fix(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> Optional[Fix]:
-    """`.detach()` on the whole stored value: safe when the code shows it is a tensor, unsafe when
-    its type is unknown (a model output may be a tuple or a dict), none on a container display."""
+    """`.detach()` on the whole stored value, only where it cannot land on a number: safe when the
+    code shows a tensor; unsafe when its type is unknown but it comes from the forward pass (a
+    model output may be a tuple or a dict); none when the code shows or suggests a number, when
+    nothing ties it to the forward pass, and on a container display."""
     if isinstance(value, _CONTAINERS) or any(isinstance(n, (ast.Lambda, ast.Await, ast.Yield)) for n in walk(value)):
         return None
+    kind = _value_kind(facts, value, stmt, backwarded)
+    if kind == NUMBER or (kind != TENSOR and not _from_forward(facts, value, stmt, backwarded)):
+        return None
     value_text = facts.source.segment(value)
-    safe = _tensor_value(value, stmt, backwarded)
+    safe = kind == TENSOR
     return Fix(f"Detach `{value_text}` before keeping it", "safe" if safe else "unsafe", (replace(facts.source, value, detached(facts.source, value)),))
 
 
@@ -242,6 +252,8 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             if _stored_by_index(stmt) and not (_derived_names(scope, value, stmt) & (loop_graph - set(loop.targets))):
                 continue  # `lengths[i] = length_fn(batch)`: made from the batch alone, not from the forward pass
             if _returned_to_backward(scope, name, facts):
+                continue
+            if not _graph_value(facts, value, stmt, backwarded):
                 continue
             value_text = facts.source.segment(value)
             new_value = detached(facts.source, value)
@@ -332,7 +344,7 @@ def _kept_on_self(facts: ModuleFacts, sf, by_scope: dict) -> Iterator[Violation]
                 lifetimes.resets(method, name), None
             ) is not None:
                 graph_held = True  # reset with every optimizer step: it cannot grow
-        if graph_held:
+        if graph_held or not _graph_value(facts, value, stmt, backwarded):
             continue
         value_text = facts.source.segment(value)
         new_value = detached(facts.source, value)

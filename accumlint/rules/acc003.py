@@ -10,11 +10,13 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
+from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
-from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import dotted, last_part
 from accumlint.analysis.lifetimes import own_attribute
-from accumlint.model import Fix, Violation
+from accumlint.analysis.values import number_state
+from accumlint.model import Fix, Origin, Violation
 from accumlint.rules.edits import insert_after
 from accumlint.rules.meta import FixSafety
 
@@ -54,7 +56,7 @@ def _method_span(scope: Scope) -> Optional[_Span]:
     return _Span(lambda stmt: stmt.scope is scope and stmt.is_statement, scope.stmts[0].order, scope.name)
 
 
-def _carried(scope: Scope, loop: _Span, facts: ModuleFacts, events) -> dict[str, list[Definition]]:
+def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, events) -> dict[str, list[Definition]]:
     """Names whose first use in an iteration feeds the forward pass with the graph-carrying value
     of the previous iteration."""
     carried: dict[str, list[Definition]] = {}
@@ -149,6 +151,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     lines.append(text)
                     safe = safe and known
                 edit = insert_after(facts.source, anchor.node, lines) if anchor.is_statement else None
+                if any(number_state(facts.flow, scope, n, loop.first_order) for n, _ in group):
+                    edit = None  # `temp = max(temp * 0.99, t_min)`: `.detach()` would raise on a number
                 if edit is not None:
                     fix = Fix(f"Detach {names} right after backward", "safe" if safe else "unsafe", (edit,))
                 if loop.method is not None:
@@ -162,3 +166,65 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                         f"runs every iteration: detach it after backward"
                     )
                 yield Violation(CODE, message, stmt.node, fix)
+        yield from _in_called_methods(facts, sf, reported)
+
+
+def _in_called_methods(facts: ModuleFacts, sf, reported: set[int]) -> Iterator[Violation]:
+    """State on `self` that a method carries from one call to the next (`out, self.hidden =
+    self.rnn(x, self.hidden)` in `forward_step`), where a loop calls that method on the same object
+    every iteration and runs backward on what it returns: reported in the method, with the call
+    that makes it a bug. Not when the loop itself resets or detaches that state."""
+    scope = sf.scope
+    for loop in scope.loops:
+        backwards = [e for e in sf.events if e.kind == BACKWARD and not e.helper and loop.contains(e.stmt)]
+        if not backwards:
+            continue
+        graph = backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt) and not e.helper)
+        backward_stmts = {id(e.stmt) for e in backwards}
+        managed = {o.name for o in scope.occurrences if loop.contains(o.stmt) and (o.write or o.detached)}
+        for site in scope.calls:
+            func = site.call.func
+            if not loop.contains(site.stmt) or site.stmt.order > backwards[-1].order:
+                continue
+            if not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"):
+                continue  # a method of the same object: its `self.` state is this loop's state
+            if not _feeds_backward(site.stmt, scope, graph, backward_stmts):
+                continue
+            callee = facts.analysed.resolver.resolve(site.call, scope)
+            if callee is None or callee.scope is scope or callee.scope.class_node is None:
+                continue
+            method = _method_span(callee.scope)
+            if method is None or not callee.scope.returns:
+                continue
+            # What the method returns is what the loop's backward runs through.
+            returned = [Event(BACKWARD, stmt, None, tensor=value) for value, stmt in callee.scope.returns]
+            carried = _carried(callee.scope, method, callee.module, returned)
+            group = [(name, ds[-1]) for name, ds in carried.items() if name not in managed]
+            if not group:
+                continue
+            stmt = group[0][1].stmt
+            if id(stmt.node) in reported or any(d.stmt is not stmt for _, d in group):
+                continue
+            reported.add(id(stmt.node))
+            names = ", ".join(f"`{n}`" for n, _ in group)
+            path = f"called every iteration from `{scope.name}`, line {getattr(site.stmt.node, 'lineno', '?')}"
+            message = (
+                f"{names} lives on the object and carries one call's autograd graph into the next call of "
+                f"`{callee.scope.name}`, while backward runs every iteration ({path}): detach it after backward"
+            )
+            if callee.module is not facts.analysed:
+                module = callee.module
+                if module.path is not None and module.source is not None:
+                    yield Violation(CODE, message, stmt.node, origin=Origin(str(module.path), module.source))
+                continue
+            fix = None
+            anchor = backwards[-1].stmt
+            lines, safe = [], True
+            for name, definition in group:
+                text, known = _detach_statement(name, definition, callee.scope, method, facts)
+                lines.append(text)
+                safe = safe and known
+            edit = insert_after(facts.source, anchor.node, lines) if anchor.is_statement and safe else None
+            if edit is not None:  # in the loop, after its backward: `self` is the same object there
+                fix = Fix(f"Detach {names} right after backward in `{scope.name}`", "safe", (edit,))
+            yield Violation(CODE, message, stmt.node, fix)
