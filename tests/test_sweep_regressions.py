@@ -318,3 +318,52 @@ def test_a_ddp_wrapper_whose_all_reduce_is_switched_off_by_hand_manages_its_sync
     assert codes(source) == set()
     unmanaged = source.replace("            model.disable_allreduce()\n            if last:\n                model.enable_allreduce()\n", "")
     assert {code for code, _ in codes(unmanaged)} == {"ACC009"}
+
+
+PER_EPOCH = """
+def train(model, optimizer, loader, k, epochs):
+    for epoch in range(epochs):
+        for i, batch in enumerate(loader):
+            loss = model(batch).mean() / k
+            loss.backward()
+            if (i + 1) % k == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def test_acc005_says_where_the_unstepped_gradients_go():
+    # No zeroing between epochs: the leftover joins the next epoch's first window.
+    (leak,) = check(PER_EPOCH)
+    assert leak.code == "ACC005"
+    assert "in their epoch" in leak.message and "added to the next epoch's first window" in leak.message
+    # Zeroed when an epoch starts: the leftover is thrown away.
+    zeroed = PER_EPOCH.replace("    for epoch in range(epochs):\n", "    for epoch in range(epochs):\n        optimizer.zero_grad()\n")
+    (dropped,) = check(zeroed)
+    assert "zeroed before the next epoch's first step" in dropped.message
+    assert "added to the next epoch" not in dropped.message
+    # One epoch per call: what the caller does between calls is not in sight, and not claimed.
+    (one,) = check(PER_EPOCH.replace("    for epoch in range(epochs):\n", "    if True:\n"))
+    assert "next epoch" not in one.message
+
+
+def test_acc009_never_advises_no_sync_on_a_ddp_class_that_has_none():
+    source = """
+    from apex.parallel import DistributedDataParallel as DDP
+
+
+    def train(args, model, optimizer, loader):
+        model = DDP(model)
+        for step, (x, y) in enumerate(loader):
+            loss = model(x, y) / args.accum
+            loss.backward()
+            if (step + 1) % args.accum == 0 or step + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+    """
+    (apex,) = check(source)
+    assert apex.code == "ACC009" and "no_sync()`:" in apex.message and "disable_allreduce" in apex.message
+    torch_ddp = source.replace("from apex.parallel import", "from torch.nn.parallel import")
+    (plain,) = check(torch_ddp)
+    assert "wrap the forward and backward of non-final micro-steps in `model.no_sync()`" in plain.message
+    assert "apex" not in plain.message

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.events import STEP
+from accumlint.analysis.events import STEP, ZERO
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, names_in, positional
 from accumlint.analysis.sized import has_len
@@ -80,6 +80,17 @@ def _flushed_after(window: Window, facts_events) -> bool:
         if loop.parent is None or loop.parent.contains(event.stmt):
             return True
     return False
+
+
+def _leftover(window: Window, facts_events) -> str:
+    """What becomes of the unstepped batches' gradients, as far as the epoch loop shows it."""
+    loop, epochs = window.micro_loop, window.micro_loop.parent
+    if epochs is None or loop.implicit:
+        return ""  # the epochs are counted by a caller or a framework: not in sight
+    for event in facts_events:
+        if event.kind == ZERO and epochs.contains(event.stmt) and not loop.contains(event.stmt):
+            return "; their gradients are zeroed before the next epoch's first step"
+    return "; their gradients are added to the next epoch's first window, and the last epoch's are never applied"
 
 
 def _offset(counter: ast.expr) -> Optional[int]:
@@ -201,7 +212,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 message = (
                     f"the step is gated on `{facts.source.segment(gate.test)}` with `{counter}` counted from 0: it "
                     f"fires after the first batch alone (a one-batch first window), and the last "
-                    f"(len - 1) % {k_text} batches of each epoch never reach optimizer.step()"
+                    f"(len - 1) % {k_text} batches of each epoch never reach optimizer.step() in their epoch"
+                    f"{_leftover(window, sf.events)}"
                 )
             elif window.micro_loop.implicit:
                 message = (
@@ -211,6 +223,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             else:
                 message = (
                     f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
-                    f"the last len % {k_text} batches of each epoch never reach optimizer.step()"
+                    f"the last len % {k_text} batches of each epoch never reach optimizer.step() in their epoch"
+                    f"{_leftover(window, sf.events)}"
                 )
             yield Violation(CODE, message, gate, fix)

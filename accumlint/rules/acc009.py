@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Iterator, Optional
 
 import ast
 
@@ -64,11 +64,30 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
                 )
 
 
+def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
+    """The package of the DDP class the models were built with, when none of them is torch's
+    (apex's DistributedDataParallel has no `no_sync()`)."""
+    origins: set[str] = set()
+    for scope in facts.collected.scopes:
+        for name in models:
+            for definition in scope.definitions(name):
+                if isinstance(definition.value, ast.Call):
+                    func = dotted(definition.value.func) or ""
+                    head, _, rest = func.partition(".")
+                    origin = facts.collected.imports.get(head)
+                    if origin is not None and (not rest or rest.rsplit(".", 1)[-1] in ddp.WRAPPERS):
+                        origins.add(origin.split(".", 1)[0])
+    if origins and "torch" not in origins:
+        return sorted(origins)[0]
+    return None
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     ddp = facts.roles.ddp_models
     if not ddp:
         return
     handled = _manages_sync(facts)
+    foreign = _foreign_wrapper(facts, ddp)
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
         if handled:
@@ -79,9 +98,17 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             )
             backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
             if uses_model and backward is not None and backward.call is not None:
+                if foreign is not None:
+                    advice = (
+                        f"{foreign}'s DistributedDataParallel has no `no_sync()`: switch its all-reduce off on "
+                        f"non-final micro-steps by hand (apex: `model.disable_allreduce()`, and "
+                        f"`model.enable_allreduce()` before the last backward of the window)"
+                    )
+                else:
+                    advice = "wrap the forward and backward of non-final micro-steps in `model.no_sync()`"
                 yield Violation(
                     CODE,
                     "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
-                    "micro-step: wrap the forward and backward of non-final micro-steps in `model.no_sync()`",
+                    f"micro-step: {advice}",
                     backward.call,
                 )
