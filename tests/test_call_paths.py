@@ -138,3 +138,109 @@ def test_a_helper_in_another_module_is_reported_there(tmp_path, monkeypatch):
     finding = found[(hooks, "ACC008", 3)]
     assert "(called every micro-step from `train`, line 12)" in finding.message
     assert finding.fix is None
+
+
+# --- ACC003: state on `self` carried by a method the loop calls ----------------------------------
+
+STATE = """
+import torch.nn as nn
+
+
+class Trainer:
+    def __init__(self):
+        self.rnn = nn.LSTM(10, 20)
+        self.hidden = None
+
+    def forward_step(self, x):
+        {prepare}out, self.hidden = self.rnn(x, self.hidden)
+        return out
+
+    def train(self, loader):
+        for x, y in loader:
+            {reset}out = self.forward_step(x)
+            loss = self.crit(out, y)
+            loss.backward()
+            self.opt.step()
+            self.opt.zero_grad()
+"""
+
+
+def _state(prepare="", reset="") -> str:
+    return STATE.format(prepare=prepare, reset=reset)
+
+
+def test_state_carried_by_a_method_called_every_iteration():
+    source = _state()
+    found = findings(source)
+    row = line_of(source, "out, self.hidden = self.rnn(")
+    assert set(found) == {("ACC003", row)}
+    finding = found[("ACC003", row)]
+    call = line_of(source, "out = self.forward_step(x)")
+    assert f"(called every iteration from `train`, line {call})" in finding.message
+    assert finding.fix is not None and finding.fix.applicability == "safe"  # an LSTM's (h, c): shape known
+    fixed = engine.fix_source(textwrap.dedent(source).lstrip(), "t.py").fixed_source
+    lines = fixed.splitlines()
+    backward = next(i for i, line in enumerate(lines) if "loss.backward()" in line)
+    assert lines[backward + 1] == "            self.hidden = tuple(s.detach() for s in self.hidden)"
+    assert engine.check_source(fixed, "t.py").findings == []
+    assert engine.fix_source(fixed, "t.py").fixes_applied == 0  # idempotent
+
+
+def test_state_managed_by_the_loop_or_the_method_is_clean():
+    assert findings(_state(reset="self.hidden = None\n            ")) == {}
+    assert findings(_state(prepare="self.hidden = self.init_hidden(x.size(0))\n        ")) == {}
+    assert findings(_state(prepare="self.hidden = repackage_hidden(self.hidden)\n        ")) == {}
+    detached = _state().replace(
+        "            loss.backward()\n",
+        "            loss.backward()\n            self.hidden = tuple(h.detach() for h in self.hidden)\n",
+    )
+    assert findings(detached) == {}
+
+
+def test_state_of_a_method_with_no_backward_after_it_is_clean():
+    assert findings(_state().replace("            loss.backward()\n", "")) == {}
+    # another object's method: its `self` is not the loop's object
+    assert findings(_state().replace("out = self.forward_step(x)", "out = self.other.forward_step(x)")) == {}
+
+
+STATE_PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/base.py": """
+        class RecurrentBase:
+            def forward_step(self, x):
+                out, self.hidden = self.rnn(x, self.hidden)
+                return out
+    """,
+    "train.py": """
+        import torch.nn as nn
+        from pkg.base import RecurrentBase
+
+
+        class Trainer(RecurrentBase):
+            def __init__(self):
+                self.rnn = nn.GRU(10, 20)
+                self.hidden = None
+
+            def train(self, loader):
+                for x, y in loader:
+                    out = self.forward_step(x)
+                    loss = self.crit(out, y)
+                    loss.backward()
+                    self.opt.step()
+                    self.opt.zero_grad()
+    """,
+}
+
+
+def test_state_carried_by_a_base_class_method_in_another_module(tmp_path, monkeypatch):
+    _write(tmp_path, STATE_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert result.error is None, result.error
+    base = str(Path("pkg") / "base.py")
+    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    assert set(found) == {(base, "ACC003", 3)}
+    finding = found[(base, "ACC003", 3)]
+    assert "(called every iteration from `train`, line 12)" in finding.message
+    assert finding.fix is None  # never an edit to another file
