@@ -321,3 +321,37 @@ def test_a_config_on_self_is_k_in_a_base_class_of_another_module(tmp_path, monke
     files["pkg/steps.py"] = PROJECT["pkg/steps.py"].format(divide=" / self.cfg.grad_accum")
     _write(tmp_path, files)
     assert engine.check_source((tmp_path / "train.py").read_bytes(), "train.py").findings == []
+
+
+# --- k in a schedule's length --------------------------------------------------------------------
+
+SCHEDULE_IN_INIT = """
+from transformers import get_linear_schedule_with_warmup
+
+
+class Trainer:
+    def __init__(self, model, opt, loader, cfg):
+        self.model, self.opt = model, opt
+        self.c = cfg
+        total = {total}
+        self.sched = get_linear_schedule_with_warmup(opt, 10, total)
+
+    def fit(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.model(batch).mean() / self.c.ga
+            loss.backward()
+            self.sched.step()
+            if (i + 1) % self.c.ga == 0 or i + 1 == len(loader):
+                self.opt.step()
+                self.opt.zero_grad()
+"""
+
+
+def test_a_schedule_sized_in_init_through_the_config_that_self_holds():
+    # `cfg.ga` in `__init__` is `self.c.ga` in the loop (`self.c = cfg`): the length counts windows.
+    assert found(SCHEDULE_IN_INIT.format(total="len(loader) // cfg.ga * cfg.epochs")) == {("ACC008", 16)}
+    # sized in micro-steps, or by the window size times the updates: stepped at its own rate
+    assert found(SCHEDULE_IN_INIT.format(total="len(loader) * cfg.epochs")) == set()
+    assert found(SCHEDULE_IN_INIT.format(total="cfg.max_updates * self.c.ga")) == set()
+    # divided by something that is not k: the unit is not shown
+    assert found(SCHEDULE_IN_INIT.format(total="len(loader) // cfg.world * cfg.epochs")) == set()

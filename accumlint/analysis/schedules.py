@@ -71,8 +71,11 @@ def _passes_through(definition: Definition, name: str) -> bool:
     return dotted(positional(value, index)) == name
 
 
-def _constructor(name: str, scope: Scope, collected: Collected, depth: int = 0) -> Optional[ast.Call]:
-    """The call that built the scheduler bound to `name`, through `accelerator.prepare(...)`."""
+def _constructor(
+    name: str, scope: Scope, collected: Collected, depth: int = 0
+) -> Optional[tuple[ast.Call, Scope]]:
+    """The call that built the scheduler bound to `name`, through `accelerator.prepare(...)`, and
+    the scope it sits in (where the names of its length are bound: `total` in `__init__`)."""
     if depth > 3:
         return None
     definitions = [
@@ -93,7 +96,7 @@ def _constructor(name: str, scope: Scope, collected: Collected, depth: int = 0) 
             passed = positional(value, 0)
             source = dotted(passed)
             return _constructor(source, definition.stmt.scope, collected, depth + 1) if source else None
-        return value
+        return value, definition.stmt.scope
     return None
 
 
@@ -172,13 +175,14 @@ def schedule_length(
 ) -> Optional[Length]:
     """The length the scheduler bound to `scheduler` was built with, and its unit when the code
     shows it; None when the constructor or its length is not in sight."""
-    call = _constructor(scheduler, scope, collected)
-    if call is None:
+    built = _constructor(scheduler, scope, collected)
+    if built is None:
         return None
+    call, built_in = built
     length = _length_argument(call)
     if length is None or int_value(length) is not None:
         return Length(length, None) if length is not None else None
-    units = _Units(scope, collected, k_names)
+    units = _Units(built_in, collected, k_names)
     found = units.unit(length)
     if found is None:
         return Length(length, None)
