@@ -291,6 +291,8 @@ def test_the_data_batch_of_an_enclosing_loop_reworked_in_a_truncated_bptt_loop_i
                 self.optim.zero_grad()
     """
     assert codes(source) == set()
+    moved = source.replace('src, tgt_all = batch["src"], batch["tgt"]', 'batch = batch.to(self.device)\n                src, tgt_all = batch["src"], batch["tgt"]')
+    assert codes(moved) == set()
     # A state that enters the inner loop from an assignment is still a carried state.
     state = source.replace('src, tgt_all = batch["src"], batch["tgt"]', 'src, tgt_all = batch["src"], batch["tgt"]\n                hidden = self.model.init_hidden()').replace(
         "out = self.model(src, tgt_all[:, j:j + self.trunc])", "out, hidden = self.model(src, tgt_all[:, j:j + self.trunc], hidden)")

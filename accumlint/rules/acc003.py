@@ -56,6 +56,24 @@ def _method_span(scope: Scope) -> Optional[_Span]:
     return _Span(lambda stmt: stmt.scope is scope and stmt.is_statement, scope.stmts[0].order, scope.name)
 
 
+def _enclosing_batch(name: str, before: int, scope: Scope, depth: int = 0) -> bool:
+    """The value entering the loop is the target of an enclosing loop (`for batch in batches:`),
+    directly or through its own methods (`batch = batch.to(device)`)."""
+    entering = [d for d in scope.definitions(name) if d.order < before]
+    if not entering or depth > 4:
+        return False
+    last = entering[-1]
+    if last.kind == "for":
+        return True
+    root = last.value
+    while isinstance(root, (ast.Call, ast.Attribute, ast.Subscript)):
+        root = root.func if isinstance(root, ast.Call) else root.value
+    return (
+        last.kind == "assign" and isinstance(root, ast.Name) and root.id == name
+        and _enclosing_batch(name, last.order, scope, depth + 1)
+    )
+
+
 def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, events) -> dict[str, list[Definition]]:
     """Names whose first use in an iteration feeds the forward pass with the graph-carrying value
     of the previous iteration."""
@@ -77,8 +95,7 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
         inside = [d for d in scope.definitions(name) if loop.contains(d.stmt)]
         if not inside or any(d.kind not in {"assign", "unpack"} for d in inside):
             continue  # in-place detach_, loop targets, augmented updates: not a carried model state
-        entering = [d for d in scope.definitions(name) if d.order < loop.first_order]
-        if entering and entering[-1].kind == "for":
+        if _enclosing_batch(name, loop.first_order, scope):
             continue  # the batch of an enclosing loop over the data, reworked step by step: data
         # What reaches the next iteration: the assignments after the last backward when there
         # are any (`inp = out` after backward), else all of them.
