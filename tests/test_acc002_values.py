@@ -547,3 +547,222 @@ def test_epoch_state_of_metrics_and_learning_rate_is_clean():
             state["lr"] = lr_scheduler.get_lr()[0]
             state["optimizer_lr"] = optimizer.param_groups[0]["lr"]
     """))
+
+
+# --- gradients from torch.autograd.grad: graph-free unless create_graph=True ---------------------------
+
+GRADS = _src("""
+    import torch
+
+
+    def train(model, loader, optimizer, params):
+        kept = []
+        for x, y in loader:
+            loss = model(x, y)
+            grads = torch.autograd.grad(loss, params{create})
+            penalty = sum(g.pow(2).sum() for g in grads)
+            (loss + penalty).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            kept.append(grads[0])  # <ACC002
+        print(len(kept))
+""")
+
+
+def test_gradients_made_with_create_graph_and_kept_hold_a_graph():
+    source = GRADS.format(create=", create_graph=True")
+    findings = assert_reported(source)
+    assert findings[0].fix is not None and findings[0].fix.applicability == "safe"
+    assert_fix(source, {"kept.append(grads[0])  # <ACC002": "kept.append(grads[0].detach())  # <ACC002"})
+
+
+@pytest.mark.parametrize("create", ["", ", retain_graph=True", ", create_graph=False"])
+def test_gradients_without_create_graph_are_graph_free(create):
+    assert_clean(GRADS.format(create=create).replace("  # <ACC002", ""))
+
+
+def test_gradients_imported_as_grad_follow_the_same_rule():
+    source = GRADS.replace("import torch\n", "import torch\nfrom torch.autograd import grad\n").replace("torch.autograd.grad(", "grad(")
+    assert_reported(source.format(create=", create_graph=True"))
+    assert_clean(source.format(create="").replace("  # <ACC002", ""))
+
+
+SALIENCY = _src("""
+    import torch
+
+
+    def saliency(model, loader):
+        maps = []
+        for x, y in loader:
+            x.requires_grad_(True)
+            score = model(x).gather(1, y[:, None]).sum()
+            g = torch.autograd.grad(score, x{create})[0]
+            maps.append(g.abs())  # <ACC002
+        torch.save(maps, "maps.pt")
+""")
+
+
+def test_evaluation_loop_taking_gradients_with_create_graph_is_fixed_by_detach_not_no_grad():
+    source = SALIENCY.format(create=", create_graph=True")
+    findings = assert_reported(source)
+    assert "no_grad" not in findings[0].message  # no_grad would make autograd.grad raise
+    assert_fix(source, {"maps.append(g.abs())  # <ACC002": "maps.append(g.abs().detach())  # <ACC002"})
+
+
+def test_evaluation_loop_taking_plain_gradients_is_clean():
+    assert_clean(SALIENCY.format(create="").replace("  # <ACC002", ""))
+
+
+def test_trainer_keeping_a_gradient_penalty_on_self():
+    source = _src("""
+        import torch
+
+
+        class Trainer:
+            def train_step(self, real):
+                real.requires_grad_(True)
+                score = self.critic(real).sum()
+                grads = torch.autograd.grad(score, real{create})[0]
+                penalty = ((grads.norm(2, dim=1) - 1) ** 2).mean()
+                loss = score + 10 * penalty
+                self.optimizer.zero_grad()
+                loss.backward()
+                self.optimizer.step()
+                self.penalties.append(penalty)  # <ACC002
+    """)
+    assert_reported(source.format(create=", create_graph=True"))
+    assert_fix(
+        source.format(create=", create_graph=True"),
+        {"self.penalties.append(penalty)  # <ACC002": "self.penalties.append(penalty.detach())  # <ACC002"},
+    )
+    # Without create_graph the penalty is built from graph-free gradients only... but `score` is not
+    # in it, so nothing of the forward pass is kept.
+    assert_clean(source.format(create="").replace("  # <ACC002", ""))
+
+
+# --- meters: an object whose method keeps its argument across calls ----------------------------------
+
+METER = _src("""
+    class AverageMeter:
+        def __init__(self):
+            self.reset()
+
+        def reset(self):
+            self.sum, self.count = 0, 0
+
+        def update(self, val, n=1):
+            self.sum += {kept} * n
+            self.count += n
+
+
+    def train(model, loader, criterion, optimizer):
+        losses = AverageMeter()
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.update({given}, x.size(0))  # <ACC002
+        print(losses.sum / losses.count)
+""")
+
+
+def test_a_meter_summing_the_loss_keeps_every_graph():
+    source = METER.format(kept="val", given="loss")
+    findings = assert_reported(source)
+    assert "`AverageMeter.update` keeps it in `self.sum`" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability == "safe"
+    assert_fix(source, {"losses.update(loss, x.size(0))  # <ACC002": "losses.update(loss.detach(), x.size(0))  # <ACC002"})
+
+
+@pytest.mark.parametrize("kept, given", [
+    ("val", "loss.item()"),  # the caller hands a number
+    ("float(val)", "loss"),  # the meter keeps a number
+    ("val.item()", "loss"),
+])
+def test_a_meter_given_or_keeping_numbers_is_clean(kept, given):
+    assert_clean(METER.format(kept=kept, given=given).replace("  # <ACC002", ""))
+
+
+def test_a_meter_reset_every_iteration_is_clean():
+    source = METER.format(kept="val", given="loss").replace("  # <ACC002", "")
+    source = source.replace("        losses.update(loss, x.size(0))\n", "        losses.update(loss, x.size(0))\n        losses.reset()\n")
+    assert "losses.reset()" in source
+    assert_clean(source)
+
+
+def test_a_trainer_method_with_a_local_meter():
+    source = _src("""
+        class Meter:
+            def __init__(self):
+                self.values = []
+
+            def add(self, value):
+                self.values.append(value)
+
+
+        class Trainer:
+            def train_epoch(self, loader):
+                meter = Meter()
+                for x, y in loader:
+                    loss = self.criterion(self.model(x), y)
+                    loss.backward()
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+                    meter.add(loss)  # <ACC002
+                return sum(v.item() for v in meter.values)
+    """)
+    assert_reported(source)
+
+
+def test_meter_in_another_module_kept_by_an_evaluation_pass(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "metrics.py": """
+            import torch
+
+
+            class Accuracy:
+                def __init__(self):
+                    self.preds, self.targets = [], []
+
+                def update(self, pred, target):
+                    self.preds.append(pred)
+                    self.targets.append(target)
+
+                def value(self, tol):
+                    pred, target = torch.cat(self.preds), torch.cat(self.targets)
+                    return (torch.abs(pred - target) <= tol).float().mean().item()
+        """,
+        "evaluate.py": """
+            import torch
+            from metrics import Accuracy
+
+
+            def valid_epoch(model, loader, criterion):
+                model.eval()
+                total = 0.0
+                acc = Accuracy()
+                for x, y in loader:
+                    pred = model(x)
+                    total += criterion(pred, y).item()
+                    acc.update(torch.round(pred).float(), y.float())
+                return total / len(loader), acc.value(tol=0), acc.value(tol=1)
+        """,
+    })
+    path = tmp_path / "evaluate.py"
+    findings = found(path.read_text(), str(path))
+    assert [(f.location.row, f.code) for f in findings] == [(12, "ACC002")]
+    assert "`Accuracy.update` keeps it in `self.preds`" in findings[0].message
+    fixed = fix_source(path.read_text(), str(path), select=SELECT, unsafe_fixes=True).fixed_source
+    assert fixed is not None and "    with torch.no_grad():\n        for x, y in loader:\n" in fixed
+    compile(fixed, str(path), "exec")
+    path.write_text(fixed)
+    assert found(fixed, str(path)) == []
+    # the same pass under no_grad, or a meter that keeps numbers, is clean
+    path.write_text(_src(fixed))
+    metrics = tmp_path / "metrics.py"
+    metrics.write_text(metrics.read_text().replace("self.preds.append(pred)", "self.preds.append(pred.detach())").replace(
+        "self.targets.append(target)", "self.targets.append(target.detach())"))
+    original = fixed.replace("    with torch.no_grad():\n", "").replace("\n        ", "\n    ")
+    assert found(original, str(path)) == []

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_number, is_true, mentions, method_of
+from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, mentions, method_of
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Callee, Resolver
@@ -330,6 +330,12 @@ class DataFlow:
         origin = self.collected.imports.get(name.split(".", 1)[0], "")
         return origin.split(".", 1)[0] in _NUMERIC_MODULES
 
+    def _canonical(self, name: str) -> str:
+        """`grad` imported from torch.autograd -> `torch.autograd.grad`."""
+        head, dot, rest = name.partition(".")
+        origin = self.collected.imports.get(head)
+        return f"{origin}{dot}{rest}" if origin else name
+
     def _torch_function(self, name: str) -> bool:
         """`torch.cat`, `F.relu`: a function of the torch namespace, not a method of a value."""
         head = name.split(".", 1)[0]
@@ -379,6 +385,11 @@ class DataFlow:
             if not self._torch_function(full) and not self._numeric_module(full):
                 # `loss.float()`, `out.to(device)`: tensor methods keep the graph
                 return self.carries_graph(receiver, at, depth + 1)
+        if self._canonical(full) == "torch.autograd.grad":
+            # gradients carry no graph unless asked to (`create_graph=True`, a gradient penalty)
+            return is_true(keyword(call, "create_graph")) and self._arguments_carry(call, at, depth)
+        if last == "round" and self._torch_function(full):
+            return self._arguments_carry(call, at, depth)  # `torch.round(x)` keeps a graph (zero gradient)
         if last in _NO_GRAPH_FUNCTIONS or any(h in last.lower() for h in _NO_GRAPH_NAME_HINTS):
             return False
         if full and self._numeric_module(full):

@@ -12,13 +12,15 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, keyword, last_part, method_of
+from accumlint.analysis.exprs import dotted, last_part, method_of
 
 if TYPE_CHECKING:
     from accumlint.analysis.dataflow import DataFlow
 
 TENSOR = "tensor"
 NUMBER = "number"
+CONTAINER = "container"  # a list, tuple, dict or set: no tensor itself, but it may hold graph-carrying ones
+TENSORS = "tensors"  # a tuple of tensors (`torch.autograd.grad(...)`, `x.split(n)`): its elements are tensors
 UNKNOWN = "unknown"
 
 # Methods of a tensor whose result is a tensor again.
@@ -68,9 +70,10 @@ class ValueKinds:
             return UNKNOWN
         if isinstance(expr, ast.Constant):
             return NUMBER if expr.value is not None and expr.value is not Ellipsis else UNKNOWN
-        if isinstance(expr, (ast.JoinedStr, ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp,
-                             ast.DictComp, ast.GeneratorExp, ast.Lambda)):
-            return NUMBER  # no tensor: a string or a container display
+        if isinstance(expr, (ast.JoinedStr, ast.Lambda)):
+            return NUMBER  # no tensor: a string or a function
+        if isinstance(expr, (ast.List, ast.Tuple, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return CONTAINER
         if isinstance(expr, ast.NamedExpr):
             return self.of(expr.value, at, depth + 1)
         if isinstance(expr, ast.UnaryOp):
@@ -95,8 +98,10 @@ class ValueKinds:
     # --- operators -------------------------------------------------------------------------
     def _binary(self, expr: ast.BinOp, at: Stmt, depth: int) -> str:
         sides = [self.of(expr.left, at, depth + 1), self.of(expr.right, at, depth + 1)]
-        if isinstance(expr.left, (ast.List, ast.Tuple, ast.JoinedStr)) or isinstance(expr.right, (ast.List, ast.Tuple)):
-            return NUMBER  # list concatenation, string formatting
+        if isinstance(expr.left, ast.JoinedStr) or (isinstance(expr.left, ast.Constant) and isinstance(expr.left.value, str)):
+            return NUMBER  # string formatting
+        if CONTAINER in sides or isinstance(expr.left, (ast.List, ast.Tuple)) or isinstance(expr.right, (ast.List, ast.Tuple)):
+            return CONTAINER  # list concatenation
         if TENSOR in sides:
             return TENSOR  # a tensor with a number or a tensor is a tensor
         return NUMBER if sides == [NUMBER, NUMBER] else UNKNOWN
@@ -118,7 +123,7 @@ class ValueKinds:
             if method in _TUPLE_FUNCTIONS and receiver is not None and self.of(receiver, at, depth + 1) == TENSOR:
                 return TENSOR  # `x.max(1)[0]`: values or indices, both tensors
         inner = self.of(value, at, depth + 1)
-        return TENSOR if inner == TENSOR else UNKNOWN  # indexing a tensor gives a tensor
+        return TENSOR if inner in {TENSOR, TENSORS} else UNKNOWN  # indexing a tensor (or a tuple of them)
 
     # --- names -----------------------------------------------------------------------------
     def _name(self, name: str, expr: ast.expr, at: Stmt, depth: int) -> str:
@@ -195,7 +200,7 @@ class ValueKinds:
             receiver, method = method_of(value)
             if method in _TUPLE_FUNCTIONS and receiver is not None and self.of(receiver, definition.stmt, depth + 1) == TENSOR:
                 return TENSOR
-            if (dotted(value.func) or "").endswith("autograd.grad"):
+            if self.of(value, definition.stmt, depth + 1) == TENSORS:
                 return TENSOR
             if definition.index and len(definition.index) == 1:
                 return self._returned(value, definition.stmt, depth, definition.index[0])
@@ -248,14 +253,16 @@ class ValueKinds:
             return UNKNOWN
         if full and origin.split(".", 1)[0] in _NUMERIC_MODULES:
             return NUMBER  # `math.exp(x)`, `np.mean(x)`, `time.time()`
-        if full and origin.split(".", 1)[0] == "torch" and "." in full:
-            path = (origin + "." + full.split(".", 1)[1]) if origin else full
-            inside = path.split(".", 1)[1] if "." in path else path
-            if inside == "autograd.grad" or inside.endswith(".autograd.grad"):
-                return NUMBER  # a tuple of gradients: no tensor itself
+        canonical = (origin + full[len(full.split(".", 1)[0]):]) if origin else full
+        if canonical.startswith("torch."):
+            inside = canonical[len("torch."):]
+            if inside == "autograd.grad":
+                return TENSORS  # a tuple of gradients
             if inside.startswith(_TORCH_HOST) or last_part(full) in _TUPLE_FUNCTIONS:
                 return UNKNOWN
             return TENSOR
+        if receiver is not None and method in {"split", "chunk", "unbind", "tensor_split"}:
+            return TENSORS if self.of(receiver, at, depth + 1) == TENSOR else UNKNOWN
         if receiver is not None and method in _TENSOR_METHODS:
             inner = self.of(receiver, at, depth + 1)
             if inner == NUMBER:
@@ -272,7 +279,7 @@ class ValueKinds:
         """What a function of the project returns (all its returns agree), or its return annotation."""
         if depth > 8:
             return UNKNOWN
-        callee = self.flow.resolver.resolve(call, at.scope)
+        callee = self.flow.resolver.resolve(call, at.scope) or instance_method(self.flow, call, at)
         if callee is None:
             return UNKNOWN
         node = callee.scope.node
@@ -350,12 +357,6 @@ def _callable_result(annotation: Optional[ast.expr]) -> Optional[str]:
     return None
 
 
-def create_graph(call: ast.Call) -> bool:
-    """`torch.autograd.grad(..., create_graph=True)`: gradients that carry a graph themselves."""
-    value = keyword(call, "create_graph")
-    return isinstance(value, ast.Constant) and value.value is True
-
-
 def number_state(flow: "DataFlow", scope: Scope, name: str, loop_start: int) -> bool:
     """State carried across the iterations of a loop that the code shows to be a number: every
     assignment inside the loop gives a number (`temp = max(temp * 0.99, t_min)`), or none gives a
@@ -374,3 +375,19 @@ def number_state(flow: "DataFlow", scope: Scope, name: str, loop_start: int) -> 
     if isinstance(start, ast.Constant) and type(start.value) is int and start.value == 0:
         return False  # `h = 0` may start a recurrent state that becomes a tensor
     return kinds.of(start, before[-1].stmt) == NUMBER
+
+
+def instance_method(flow: "DataFlow", call: ast.Call, at: Stmt):
+    """`meter.update(x)` where `meter = Meter(...)` was built in sight from a class of the project:
+    that class's method (a Callee), else None."""
+    func = call.func
+    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        return None
+    base, _ = reaching(func.value.id, at.scope, at.order)
+    if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
+        return None
+    cls = dotted(base.value.func)
+    if cls is None or not last_part(cls)[:1].isupper():
+        return None
+    method = ast.Call(func=ast.Attribute(value=base.value.func, attr=func.attr, ctx=ast.Load()), args=[], keywords=[])
+    return flow.resolver.resolve(method, at.scope)

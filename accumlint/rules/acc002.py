@@ -12,7 +12,7 @@ from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.exprs import dotted, method_of, names_in, walk
 from accumlint.analysis import lifetimes
-from accumlint.analysis.values import NUMBER, TENSOR, ValueKinds
+from accumlint.analysis.values import NUMBER, TENSOR, UNKNOWN, ValueKinds, instance_method
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
@@ -84,6 +84,78 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
                 yield holder, args[value_index], site.stmt
 
 
+_GRAPH_FREE_CALLS = {"item", "detach", "tolist", "numpy", "float", "int", "len", "round", "bool", "str"}
+
+
+def _reads_parameter(expr: ast.expr, param: str) -> bool:
+    """`param` is read other than through `.item()`, `.detach()`, `float()`, `.data`, `.shape`."""
+    pending: list[ast.AST] = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Call) and method_of(node)[1] in _GRAPH_FREE_CALLS:
+            receiver, method = method_of(node)
+            if receiver is not None or method in {"float", "int", "len", "round", "bool", "str"}:
+                continue
+        if isinstance(node, ast.Attribute) and node.attr in {"data", "shape"}:
+            continue
+        if isinstance(node, ast.Name) and node.id == param:
+            return True
+        pending.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
+    """The parameters a method keeps on its object across calls (`self.sum += val * n`,
+    `self.preds.append(pred)` with no reset in the method): parameter -> attribute."""
+    memo: dict[int, dict[str, str]] = facts.cached("acc002_kept_parameters", dict)
+    if id(method) in memo:
+        return memo[id(method)]
+    kept: dict[str, str] = {}
+    params = [p for p in method.params[1:]]
+    for holder, value, stmt in _accumulations(method, lambda s: True):
+        if not lifetimes.own_attribute(holder) or next(lifetimes.resets(method, holder), None) is not None:
+            continue
+        for param in params:
+            if param not in kept and _reads_parameter(value, param):
+                kept[param] = holder
+    memo[id(method)] = kept
+    return kept
+
+
+def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
+    """`meter.update(loss, n)` on an object built here from a class of the project whose method keeps
+    that argument on the object: (the object, the argument, the statement, `Meter.update` / attribute)."""
+    for site in scope.calls:
+        node = site.stmt.node
+        if not keep(site.stmt) or not isinstance(node, ast.Expr) or node.value is not site.call:
+            continue
+        func = site.call.func
+        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+            continue
+        callee = instance_method(facts.flow, site.call, site.stmt)
+        if callee is None or not callee.scope.params or callee.scope.params[0] != "self":
+            continue
+        kept = _kept_parameters(facts, callee.scope)
+        if not kept:
+            continue
+        params = callee.scope.params[1:]
+        cls = callee.scope.class_node.name if callee.scope.class_node is not None else ""
+        for index, arg in enumerate(site.call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if index < len(params) and params[index] in kept:
+                yield func.value.id, arg, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[params[index]]}`"
+        for kw in site.call.keywords:
+            if kw.arg in kept:
+                yield func.value.id, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
+
+
+def _stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
+    for name, value, stmt in _accumulations(scope, keep):
+        yield name, value, stmt, ""
+    yield from _meter_stores(facts, scope, keep)
+
+
 def _callers(facts: ModuleFacts, scope: Scope):
     return facts.calls_named(scope.name)
 
@@ -120,7 +192,7 @@ def _scalar(expr: ast.expr) -> bool:
 
 def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
     """Returned (or yielded) accumulators may be backward-ed by a caller: unknown unless we see the callers."""
-    if not any(name in _derived_names(scope, value, stmt) for value, stmt in scope.returns):
+    if not _handed_out(facts, scope, name):
         return False
     callers = _callers(facts, scope)
     if not callers:
@@ -186,7 +258,7 @@ def _detach_fix(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set
     if isinstance(value, _CONTAINERS) or any(isinstance(n, (ast.Lambda, ast.Await, ast.Yield)) for n in walk(value)):
         return None
     kind = _value_kind(facts, value, stmt, backwarded)
-    if kind == NUMBER or (kind != TENSOR and not _from_forward(facts, value, stmt, backwarded)):
+    if kind not in {TENSOR, UNKNOWN} or (kind == UNKNOWN and not _from_forward(facts, value, stmt, backwarded)):
         return None
     value_text = facts.source.segment(value)
     safe = kind == TENSOR
@@ -240,7 +312,7 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             n for n in backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
             if any(loop.contains(d.stmt) for d in scope.definitions(n)) and facts.roles.role(n) is None
         }
-        for name, value, stmt in _accumulations(scope, loop.contains):
+        for name, value, stmt, via in _stores(facts, scope, loop.contains):
             if id([l for l in stmt.loops if id(l) in training][-1]) != id(loop):
                 continue  # reported for the innermost loop with a backward that holds it
             if loop.implicit and lifetimes.own_attribute(name):
@@ -259,8 +331,8 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             new_value = detached(facts.source, value)
             yield Violation(
                 CODE,
-                f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive: "
-                f"add `{new_value}` (or `.item()`)",
+                f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive"
+                f"{' (' + via + ')' if via else ''}: add `{new_value}` (or `.item()`)",
                 stmt.node,
                 _detach_fix(facts, value, stmt, backwarded),
             )
@@ -281,27 +353,60 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             continue  # the outermost loop that never calls backward holds the finding
         if not lifetimes.over_data(loop, facts):
             continue  # tiles, prompts, time steps: a model's own loop, whose caller picks the grad mode
-        kept: list[tuple[str, ast.expr, Stmt]] = []
-        for name, value, stmt in _accumulations(scope, loop.contains):
+        kept: list[tuple[str, ast.expr, Stmt, str]] = []
+        for name, value, stmt, via in _stores(facts, scope, loop.contains):
             if name in backward_names or not lifetimes.outlives(scope, name, loop):
                 continue
             if not facts.flow.carries_graph(value, stmt) or not lifetimes.forward_in(value, stmt, models, loop):
                 continue
-            if any(name in _derived_names(scope, v, s) and not _scalar(v) for v, s in scope.returns):
+            if _handed_out(facts, scope, name):
                 continue  # handed to the caller, who may backward it or run this under no_grad
-            kept.append((name, value, stmt))
+            kept.append((name, value, stmt, via))
         if not kept:
             continue
-        names = ", ".join(dict.fromkeys(f"`{n}`" for n, _, _ in kept))
-        name, value, stmt = min(kept, key=lambda k: k[2].order)
+        names = ", ".join(dict.fromkeys(f"`{n}`" for n, _, _, _ in kept))
+        name, value, stmt, via = min(kept, key=lambda k: k[2].order)
+        stored = f" ({via})" if via else ""
+        if _takes_gradients(scope, loop):
+            # `torch.autograd.grad(..., create_graph=True)` in the loop: no_grad would break it.
+            backwarded = _backward_tensors(sf.events)
+            yield Violation(
+                CODE,
+                f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration "
+                f"alive{stored}: add `{detached(facts.source, value)}` (or `.item()`)",
+                stmt.node,
+                _detach_fix(facts, value, stmt, backwarded),
+            )
+            continue
         yield Violation(
             CODE,
-            f"{names} keeps the autograd graph of every batch alive: this loop never calls backward but "
-            f"runs with autograd on, so every batch's activations stay in memory: run it under "
+            f"{names} keeps the autograd graph of every batch alive{stored}: this loop never calls backward "
+            f"but runs with autograd on, so every batch's activations stay in memory: run it under "
             f"`torch.no_grad()`",
             stmt.node,
             _no_grad_fix(facts, loop),
         )
+
+
+def _handed_out(facts: ModuleFacts, scope: Scope, name: str) -> bool:
+    """A returned value (an element of a returned tuple) made from `name` that is no number:
+    the caller may backward it or run the function under no_grad."""
+    for value, stmt in scope.returns:
+        for element in value.elts if isinstance(value, ast.Tuple) else [value]:
+            if name not in _derived_names(scope, element, stmt) or _scalar(element):
+                continue
+            if _value_kind(facts, element, stmt, set()) != NUMBER:
+                return True
+    return False
+
+
+def _takes_gradients(scope: Scope, loop: Loop) -> bool:
+    """The loop calls `torch.autograd.grad` (a gradient penalty, a higher-order derivative)."""
+    return any(
+        loop.contains(site.stmt) and (dotted(site.call.func) or "").endswith("autograd.grad") or
+        loop.contains(site.stmt) and dotted(site.call.func) == "grad" and site.call.keywords
+        for site in scope.calls
+    )
 
 
 def _training_method(scope: Scope, events) -> bool:
