@@ -27,7 +27,7 @@ MAX_FIX_ROUNDS = 8
 
 # Every rule needs a backward pass, an optimizer step or (ACC002) an accumulation in sight; files without
 # any are only syntax-checked, never analysed.
-_TRIGGERS = ("backward", "step(", "append(", "+=", "] =")
+_TRIGGERS = ("backward", "step(", "append(", "+=", "] =", "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(", "gradient_accumulation_steps")
 
 
 

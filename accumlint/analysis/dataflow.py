@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, mentions, method_of
+from accumlint.frameworks import keras
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Callee, Resolver
@@ -101,6 +102,9 @@ class DataFlow:
         self.collected = collected
         self.resolver = resolver
         self._module_scope = collected.scopes[0]
+        # TensorFlow/Keras without torch: eager tensors hold no autograd graph (the tape does).
+        roots = {origin.split(".", 1)[0] for origin in collected.imports.values()}
+        self.graph_free = bool(roots & keras.IMPORT_ROOTS) and "torch" not in roots
 
     # --- scaling -----------------------------------------------------------------------
     def scaling(self, expr: ast.expr, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
@@ -177,6 +181,8 @@ class DataFlow:
         """A call we cannot see into: a fresh, unscaled loss (a criterion, a model), unless it is
         handed k (it may divide inside) or it is a method of the object's own class hierarchy
         that could not be resolved (`self.compute_loss()` inherited from a library class)."""
+        if self.graph_free and method_of(call)[1] in keras.LOSS_METHODS and not self.resolver.resolve(call, at.scope):
+            return SOURCE if not any(mentions(a, k_names) for a in call.args) else UNKNOWN  # Keras's own loss
         if self._inherited_unseen(call, at) or self.resolver.points_into_project(call):
             return UNKNOWN
         if any(mentions(arg, k_names) for arg in call.args) or any(mentions(kw.value, k_names) for kw in call.keywords):
@@ -216,6 +222,8 @@ class DataFlow:
             return self.scaling(receiver, at, k_names, depth + 1)
         if receiver is not None and method == "scale" and call.args:
             return self.scaling(call.args[0], at, k_names, depth + 1)
+        if receiver is not None and method in keras.SCALE_LOSS_METHODS and call.args:  # a loss-scale wrapper's
+            return self.scaling(call.args[0], at, k_names, depth + 1)
         full = dotted(call.func) or ""
         if full.rsplit(".", 1)[-1] in {"div", "divide", "true_divide", "mul", "multiply"} and len(call.args) >= 2:
             inner = self.scaling(call.args[0], at, k_names, depth + 1)
@@ -252,7 +260,7 @@ class DataFlow:
         """True only when the value is shown to hold an autograd graph (a model or loss output).
         Decided on the value: an operand that passed through `.detach()`/`.item()`/`.data` carries
         none wherever that sits in the expression."""
-        if depth > 12 or at.no_grad:
+        if depth > 12 or at.no_grad or self.graph_free:
             return False
         name = dotted(expr)
         if name is not None:
@@ -294,7 +302,7 @@ class DataFlow:
         return False
 
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
-        if definition.stmt.no_grad or definition.value is None:
+        if definition.stmt.no_grad or definition.value is None or self.graph_free:
             return False
         if definition.kind == "assign":
             return self.carries_graph(definition.value, definition.stmt, depth + 1)

@@ -8,11 +8,12 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import TYPE_CHECKING, Optional
 
+from accumlint.analysis import accumulators
 from accumlint.analysis import roles as R
 from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, method_of, positional
 from accumlint import frameworks
-from accumlint.frameworks import Framework, lightning, torch_core
+from accumlint.frameworks import Framework, keras, lightning, torch_core
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Callee, Resolver
@@ -93,6 +94,16 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
     role = roles.role(name)
     if method in {"backward", lightning.MANUAL_BACKWARD}:
         return _backward(site, roles)
+    if role is not None and role in frameworks.GRADIENT_METHODS and frameworks.GRADIENT_METHODS[role][0] == method:
+        # `tape.gradient(loss, vars)`: a backward that hands the gradients back.
+        tensor = positional(call, 0) or keyword(call, "target")
+        framework = frameworks.GRADIENT_METHODS[role][1]
+        return Event(BACKWARD, site.stmt, call, name, tensor=tensor, framework=framework) if tensor is not None else None
+    if receiver is not None and (
+        method in frameworks.STEP_METHODS and role in {None, R.OPTIMIZER}
+        or method in keras.OPTIMIZER_ONLY_STEP_METHODS and role == R.OPTIMIZER
+    ):
+        return Event(STEP, site.stmt, call, name, optimizer=name)
     if method == "step" and receiver is not None:
         if role == R.SCALER:
             target = positional(call, 0)
@@ -149,14 +160,25 @@ def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
     return [Event(BACKWARD, stmt, None, tensor=value, framework=Framework.LIGHTNING_AUTO) for value, stmt in scope.returns]
 
 
+def _accumulator_resets(collected: Collected) -> dict[int, list[Event]]:
+    """Accumulator variables set back to zero (`acc[i].assign(tf.zeros_like(v))`): where gradients
+    are added up by hand, this is the zeroing."""
+    found: dict[int, list[Event]] = {}
+    for stmt, call in accumulators.resets(collected):
+        found.setdefault(id(stmt.scope), []).append(Event(ZERO, stmt, call, None))
+    return found
+
+
 def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]]:
     """The events each scope performs itself (keyed by id(scope))."""
     direct: dict[int, list[Event]] = {}
     manual = lightning_manual(collected)
+    resets = _accumulator_resets(collected)
     for scope in collected.scopes:
         events = [e for e in (classify(site, roles) for site in scope.calls) if e is not None]
         events.extend(_grad_set_to_none(scope))
         events.extend(_lightning_returns(scope, manual))
+        events.extend(resets.get(id(scope), []))
         direct[id(scope)] = events
     return direct
 

@@ -11,6 +11,7 @@ import ast
 
 from accumlint.analysis.collect import Collected, Definition
 from accumlint.analysis.exprs import dotted, int_value, keyword, positional
+from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
 
 OPTIMIZER, SCHEDULER, SCALER, ACCELERATOR, FABRIC, ENGINE, DDP, LOADER = (
@@ -48,6 +49,8 @@ class Roles:
     ddp_models: set[str] = field(default_factory=set)
     imports: dict[str, str] = field(default_factory=dict)
     uses_deepspeed: bool = False
+    # Optimizers built to accumulate and average by themselves (Keras 3 `gradient_accumulation_steps=k`).
+    accumulating_optimizers: dict[str, ast.expr] = field(default_factory=dict)
 
     def role(self, name: Optional[str]) -> Optional[Role]:
         if name is None:
@@ -111,7 +114,7 @@ def infer_roles(collected: Collected) -> Roles:
     roles.uses_deepspeed = any(origin.split(".")[0] == "deepspeed" for origin in collected.imports.values())
     definitions = [d for scope in collected.scopes for ds in scope.defs.values() for d in ds]
     for definition in definitions:
-        if definition.kind not in {"assign", "unpack"} or definition.value is None:
+        if definition.kind not in {"assign", "unpack", "with"} or definition.value is None:
             continue
         value = definition.value
         if definition.kind == "unpack" and isinstance(value, ast.Call):
@@ -135,6 +138,11 @@ def infer_roles(collected: Collected) -> Roles:
             roles.accelerator_gas[definition.name] = gas
         if role == DDP:
             roles.ddp_models.add(definition.name)
+        if role == OPTIMIZER and isinstance(value, ast.Call):
+            for name in frameworks.ACCUMULATION_KEYWORDS:
+                steps = keyword(value, name)
+                if steps is not None and int_value(steps) not in {0, 1}:
+                    roles.accumulating_optimizers[definition.name] = steps
     for definition in definitions:
         if definition.kind in {"assign", "unpack"}:
             _prepare_targets(definition, roles)

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Optional
 
-from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, lightning, torch_core
+from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, keras, lightning, torch_core
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
 SPECS: tuple[FrameworkSpec, ...] = (
-    torch_core.SPEC, amp.SPEC, accelerate.SPEC, deepspeed.SPEC, lightning.SPEC, fabric.SPEC, ddp.SPEC,
+    torch_core.SPEC, amp.SPEC, accelerate.SPEC, deepspeed.SPEC, lightning.SPEC, fabric.SPEC, ddp.SPEC, keras.SPEC,
 )
 
 _CONSTRUCTORS: dict[str, Role] = {name: role for spec in SPECS for name, role in spec.constructors.items()}
@@ -27,6 +27,19 @@ ZEROING_STEP_ROLES: frozenset[Role] = frozenset(r for spec in SPECS for r in spe
 ZEROING_FRAMEWORKS: frozenset[Framework] = frozenset(f for spec in SPECS for f in spec.zeroing_frameworks)
 # Calls that return an optimizer that already exists (so assigning one in a loop re-creates nothing).
 OPTIMIZER_GETTERS: frozenset[str] = frozenset(name for spec in SPECS for name in spec.optimizer_getters)
+# `tape.gradient(loss, vars)`: the method of an object of this role that computes gradients, and whose.
+GRADIENT_METHODS: dict[Role, tuple[str, Framework]] = {
+    role: (method, spec.framework) for spec in SPECS for role, method in spec.gradient_methods.items()
+}
+# Optimizer methods besides `step()` that apply an update (`apply_gradients`).
+STEP_METHODS: frozenset[str] = frozenset(m for spec in SPECS for m in spec.step_methods)
+# Optimizers that wrap another one to scale the loss (`LossScaleOptimizer(inner)`).
+LOSS_SCALE_WRAPPERS: frozenset[str] = frozenset(n for spec in SPECS for n in spec.loss_scale_wrappers)
+# Keywords of an optimizer constructor that make it accumulate, and average, by itself.
+ACCUMULATION_KEYWORDS: frozenset[str] = frozenset(k for spec in SPECS for k in spec.accumulation_keywords)
+# Frameworks whose backward returns gradients instead of adding them into `.grad`, and whose
+# tensors hold no autograd graph.
+GRAPH_FREE_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.graph_free)
 
 
 def constructed_role(class_name: str) -> Optional[Role]:
@@ -41,6 +54,7 @@ def backward_framework(role: Optional[Role]) -> Optional[Framework]:
 
 __all__ = [
     "Framework", "FrameworkSpec", "Role", "SPECS", "SELF_UNSCALING_ROLES", "SELF_UNSCALING_METHODS",
+    "ACCUMULATION_KEYWORDS", "GRADIENT_METHODS", "GRAPH_FREE_FRAMEWORKS", "LOSS_SCALE_WRAPPERS", "STEP_METHODS",
     "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework",
     "constructed_role",
 ]

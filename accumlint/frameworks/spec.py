@@ -17,6 +17,7 @@ class Role(str, Enum):
     ENGINE = "engine"  # a DeepSpeed engine: model, backward and step in one object
     DDP = "ddp"  # a model wrapped to all-reduce gradients on backward
     LOADER = "loader"
+    TAPE = "tape"  # records a forward pass and computes gradients from it (tf.GradientTape)
 
 
 class Framework(str, Enum):
@@ -30,6 +31,7 @@ class Framework(str, Enum):
     LIGHTNING_AUTO = "lightning-auto"  # automatic optimisation: the value training_step returns
     FABRIC = "fabric"
     DDP = "ddp"
+    KERAS = "keras"  # TensorFlow / Keras: gradients are returned by a tape, applied by the optimizer
 
 
 @dataclass(frozen=True)
@@ -43,3 +45,8 @@ class FrameworkSpec:
     zeroing_step_roles: frozenset[Role] = frozenset()  # `<role>.step()` zeroes the gradients itself
     zeroing_frameworks: frozenset[Framework] = frozenset()  # whoever runs this backward zeroes the gradients too
     optimizer_getters: frozenset[str] = frozenset()  # `self.optimizers()` hands back the optimizer it already has
+    gradient_methods: dict[Role, str] = field(default_factory=dict)  # `tape.gradient(loss, vars)`: a backward that returns the gradients
+    step_methods: frozenset[str] = frozenset()  # `<optimizer>.apply_gradients(...)` is this framework's step
+    loss_scale_wrappers: frozenset[str] = frozenset()  # `LossScaleOptimizer(inner)`: an optimizer wrapping another
+    accumulation_keywords: frozenset[str] = frozenset()  # an optimizer built with it accumulates and averages by itself
+    graph_free: bool = False  # its tensors hold no autograd graph (the tape does): nothing to detach

@@ -5,14 +5,17 @@ from __future__ import annotations
 import ast
 from typing import Iterator, Optional
 
-from accumlint.analysis import ModuleFacts
+from accumlint import frameworks
+from accumlint.analysis import ModuleFacts, accumulators
+from accumlint.analysis.accumulators import Applied
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.events import Event
+from accumlint.analysis.exprs import dotted, names_in
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
 from accumlint.rules.common import framework_divides, rescales_grads
-from accumlint.rules.edits import MUL, divided, replace, replace_receiver
+from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
 
@@ -54,6 +57,8 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
         event, module = found.event, found.module
         if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles):
             continue
+        if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
+            continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
         if scaling.unknown or scaling.divided:
@@ -69,14 +74,72 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
             yield Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
 
 
+def _accumulated_fix(facts: ModuleFacts, applied: Applied, k: ast.expr) -> Optional[Fix]:
+    """`zip(acc, vars)` -> `zip([g / tf.cast(k, g.dtype) for g in acc], vars)` (or the division
+    added to the element of a list built from the accumulators), where `tf` and k are in sight."""
+    src = facts.source
+    tf = next((alias for alias, origin in facts.collected.imports.items() if origin == "tensorflow"), None)
+    scope = applied.stmt.scope
+    if tf is None or not _readable(k, scope, facts):
+        return None
+    k_text = src.segment(k)
+    values = applied.values
+    if dotted(values) is not None:
+        taken = names_in(values) | set(scope.defs) | set(scope.params)
+        element = next((n for n in ("g", "grad", "acc_grad") if n not in taken), None)
+        if element is None:
+            return None
+        text = f"[{element} / {tf}.cast({k_text}, {element}.dtype) for {element} in {src.segment(values)}]"
+        edit = replace(src, values, text)
+    elif isinstance(values, ast.ListComp) and len(values.generators) == 1 and isinstance(values.generators[0].target, ast.Name):
+        element = values.generators[0].target.id
+        edit = replace(src, values.elt, f"{operand(src, values.elt, MUL)} / {tf}.cast({k_text}, {element}.dtype)")
+    else:
+        return None
+    return Fix(f"Divide the accumulated gradients by `{k_text}` where they are applied", "safe", (edit,))
+
+
+def _readable(k: ast.expr, scope: Scope, facts: ModuleFacts) -> bool:
+    """Every name in k can be read where the fix writes it."""
+    module = facts.collected.scopes[0]
+    for name in names_in(k):
+        root = name.split(".", 1)[0]
+        if root == "self":
+            if scope.class_node is None or "self" not in scope.params:
+                return False
+        elif not (scope.definitions(root) or root in scope.params or module.definitions(root) or root in facts.collected.imports):
+            return False
+    return True
+
+
+def _accumulated(facts: ModuleFacts) -> Iterator[Violation]:
+    """Gradients added up by hand in accumulator variables and applied as their sum."""
+    for accumulator in accumulators.of_module(facts):
+        k = accumulators.window_size(accumulator)
+        for applied in accumulator.applied:
+            if not accumulators.applied_as_sum(accumulator, applied, facts):
+                continue
+            k_text = f"`{facts.source.segment(k)}`" if k is not None else "k"
+            yield Violation(
+                CODE,
+                f"the gradients accumulated in `{accumulator.name}` are applied as their sum over the window, "
+                f"never divided by the accumulation steps {k_text}: each update is {k_text} times too large",
+                applied.call,
+                _accumulated_fix(facts, applied, k) if k is not None else None,
+            )
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     src = facts.source
+    yield from _accumulated(facts)
     for sf in facts.scopes:
         if not sf.windows or rescales_grads(sf.scope):
             continue
         for window, event in sf.micro_step_backwards():
             if event.call is None or event.tensor is None or framework_divides(event, facts.roles):
                 continue
+            if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
+                continue  # the gradients are handed back, not added up: the accumulators decide
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if scaling.unknown or scaling.divided:
                 continue

@@ -1,0 +1,409 @@
+"""Accumulator variables: where gradients are added up by hand (Keras/TensorFlow, where a tape
+returns fresh gradients and nothing adds up in a `.grad`). A collection of variables (a list of
+`tf.Variable`, often on `self`) receives `assign_add(g)` of gradients, is set back to zero with
+`assign(zeros)`, and is handed to `apply_gradients`. Whether what is applied is the window's mean
+(divided by k in the accumulation, at the apply, or the loss divided before `tape.gradient`) or
+its sum is judged from the code, or left unknown."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator, Optional
+
+from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Scope, Stmt
+from accumlint.analysis.exprs import dotted, int_value, is_number, last_part, method_of, names_in, positional, walk
+from accumlint.frameworks import keras
+
+if TYPE_CHECKING:
+    from accumlint.analysis.facts import ModuleFacts
+
+SUM, MEAN, UNKNOWN = "sum", "mean", "unknown"
+_MAX_HOPS = 6
+_DIVIDING_FUNCTIONS = frozenset({"divide", "truediv", "div", "divide_no_nan"})
+
+
+@dataclass(eq=False, repr=False)
+class Added:
+    """`acc[i].assign_add(value)`: one gradient added into the collection."""
+
+    call: ast.Call
+    value: ast.expr
+    stmt: Stmt
+
+
+@dataclass(eq=False, repr=False)
+class Applied:
+    """A call that applies the collection (`apply_gradients(zip(acc, vars))`): `values` is the
+    expression applied in the collection's place (the collection itself, or a list built from it)."""
+
+    call: ast.Call
+    values: ast.expr
+    stmt: Stmt
+
+
+@dataclass(eq=False, repr=False)
+class Accumulator:
+    name: str  # the collection, `self.accu_gradients` or `acc`
+    scopes: list[Scope]  # where it lives: the methods of its class, or one function
+    added: list[Added] = field(default_factory=list)
+    resets: list[tuple[Stmt, ast.Call]] = field(default_factory=list)  # the statement (a `for` over it, when that is all the loop does)
+    applied: list[Applied] = field(default_factory=list)
+
+
+def _is_zero(value: Optional[ast.expr]) -> bool:
+    if value is None:
+        return False
+    if is_number(value):
+        return int_value(value) == 0 or (isinstance(value, ast.Constant) and value.value == 0)
+    if isinstance(value, ast.Call):
+        return last_part(dotted(value.func)) in keras.ZERO_FACTORIES
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mult):
+        return _is_zero(value.left) or _is_zero(value.right)
+    return False
+
+
+def _for_definition(name: str, stmt: Stmt) -> Optional[Definition]:
+    """The loop target definition of `name` in the loops around `stmt`."""
+    for loop in reversed(stmt.loops):
+        if name in loop.targets:
+            for definition in stmt.scope.definitions(name):
+                if definition.kind == "for" and definition.stmt.loop is loop:
+                    return definition
+    return None
+
+
+def _iterated(iterable: Optional[ast.expr], index: tuple[int, ...]) -> Optional[ast.expr]:
+    """What a loop target at `index` walks over: `zip(acc, grads)` at (0,) -> acc,
+    `enumerate(grads)` at (1,) -> grads, `acc` at () -> acc."""
+    if iterable is None:
+        return None
+    if isinstance(iterable, ast.Call):
+        func = dotted(iterable.func)
+        if func == "enumerate" and index[:1] == (1,):
+            inner = positional(iterable, 0)
+            return _iterated(inner, index[1:]) if inner is not None else None
+        if func == "zip" and index:
+            inner = positional(iterable, index[0])
+            return _iterated(inner, index[1:]) if inner is not None else None
+        if func in {"enumerate", "zip"}:
+            return None
+    return iterable if not index else None
+
+
+def _collection_of(receiver: ast.expr, stmt: Stmt) -> Optional[str]:
+    """The collection an `assign_add` receiver belongs to: `acc[i]` -> acc, `a` of
+    `for a, g in zip(acc, grads)` -> acc, `self.acc_w` -> itself."""
+    if isinstance(receiver, ast.Subscript):
+        return dotted(receiver.value)
+    name = dotted(receiver)
+    if name is None:
+        return None
+    if isinstance(receiver, ast.Name):
+        definition = _for_definition(name, stmt)
+        if definition is not None:
+            source = _iterated(definition.value, definition.index)
+            if source is None:
+                return None
+            if isinstance(source, ast.Call) and dotted(source.func) in {"range"}:
+                return None
+            return dotted(source)
+        return None
+    return name
+
+
+def _trace(expr: ast.expr, stmt: Stmt, hops: int = 0) -> Iterator[tuple[str, object, Stmt]]:
+    """Where a value comes from, one step at a time: ("gradient", call, stmt) for a
+    `tape.gradient(...)`, ("param", name, stmt) for a parameter of the function, ("name", name,
+    stmt) for any name on the way, ("other", node, stmt) for what cannot be followed."""
+    if hops > _MAX_HOPS:
+        yield "other", expr, stmt
+        return
+    if isinstance(expr, ast.Subscript):
+        yield from _trace(expr.value, stmt, hops + 1)
+        return
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        for generator in expr.generators:
+            yield from _trace(generator.iter, stmt, hops + 1)
+        return
+    if isinstance(expr, ast.Call):
+        receiver, method = method_of(expr)
+        if method == keras.GRADIENT_METHOD and receiver is not None:
+            yield "gradient", expr, stmt
+            return
+        if method in keras.UNSCALE_GRADIENT_METHODS or dotted(expr.func) in {"list", "zip", "tuple"}:
+            for arg in expr.args:
+                yield from _trace(arg, stmt, hops + 1)
+            return
+        yield "other", expr, stmt
+        return
+    name = dotted(expr)
+    if name is None:
+        yield "other", expr, stmt
+        return
+    yield "name", name, stmt
+    if isinstance(expr, ast.Name):
+        definition = _for_definition(name, stmt)
+        if definition is not None:
+            source = _iterated(definition.value, definition.index)
+            if source is None:
+                yield "other", expr, stmt
+            else:
+                yield from _trace(source, definition.stmt, hops + 1)
+            return
+    reaching = [d for d in stmt.scope.definitions(name) if d.order < stmt.order and d.stmt.compatible(stmt)]
+    if not reaching:
+        if name in stmt.scope.params:
+            yield "param", name, stmt
+        else:
+            yield "other", expr, stmt
+        return
+    last = reaching[-1]
+    if last.kind == "param":
+        yield "param", name, stmt
+    elif last.kind == "assign" and last.value is not None:
+        yield from _trace(last.value, last.stmt, hops + 1)
+    else:
+        yield "other", expr, stmt
+
+
+def _unit(scope: Scope, name: str) -> list[Scope]:
+    if name.startswith("self.") and scope.class_scopes:
+        return list(scope.class_scopes)
+    return [scope]
+
+
+def _enclosing_for(stmt: Stmt) -> Optional[Stmt]:
+    """The header of a `for` whose whole body is this one statement."""
+    for node, branch in reversed(stmt.path):
+        if isinstance(node, FOR_LOOPS) and branch == "body":
+            if len(node.body) == 1 and node.body[0] is stmt.node and not node.orelse:
+                return stmt.scope.header_of(node)
+        return None
+    return None
+
+
+def _applied_values(call: ast.Call) -> Optional[ast.expr]:
+    """What an apply call applies as the gradients: `zip(G, vars)` -> G, `apply(G, vars)` -> G,
+    `list(zip(G, vars))` -> G."""
+    first = positional(call, 0)
+    if first is None:
+        first = next((kw.value for kw in call.keywords if kw.arg in {"grads_and_vars", "grads"}), None)
+    while isinstance(first, ast.Call) and dotted(first.func) in {"list", "tuple"} and first.args:
+        first = first.args[0]
+    if isinstance(first, ast.Call) and dotted(first.func) == "zip":
+        return positional(first, 0)
+    return first
+
+
+def _is_apply(call: ast.Call) -> bool:
+    name = last_part(dotted(call.func))
+    return any(method in name for method in keras.STEP_METHODS)
+
+
+def find(collected: Collected) -> list[Accumulator]:
+    """The accumulator collections of a module, with where they are added to, reset and applied."""
+    found: dict[tuple[int, str], Accumulator] = {}
+    for scope in collected.scopes:
+        for site in scope.calls:
+            receiver, method = method_of(site.call)
+            if method != keras.ADD_METHOD or receiver is None or not site.stmt.is_statement:
+                continue
+            value = positional(site.call, 0)
+            if value is None or is_number(value) or not _gradient_like(value, site.stmt):
+                continue
+            name = _collection_of(receiver, site.stmt)
+            if name is None:
+                continue
+            unit = _unit(scope, name)
+            key = (id(unit[0]) if not name.startswith("self.") else id(unit[0].class_node), name)
+            accumulator = found.setdefault(key, Accumulator(name, unit))
+            accumulator.added.append(Added(site.call, value, site.stmt))
+    for accumulator in found.values():
+        for scope in accumulator.scopes:
+            for site in scope.calls:
+                receiver, method = method_of(site.call)
+                if method == keras.ASSIGN_METHOD and receiver is not None and site.stmt.is_statement:
+                    if _collection_of(receiver, site.stmt) == accumulator.name and _is_zero(positional(site.call, 0)):
+                        accumulator.resets.append((_enclosing_for(site.stmt) or site.stmt, site.call))
+                elif _is_apply(site.call):
+                    values = _applied_values(site.call)
+                    if values is not None and _applies(values, accumulator.name, site.stmt):
+                        accumulator.applied.append(Applied(site.call, values, site.stmt))
+    return list(found.values())
+
+
+def _gradient_like(value: ast.expr, stmt: Stmt) -> bool:
+    """The added value is a gradient: it comes from `tape.gradient`, or through names that say so."""
+    for kind, what, _ in _trace(value, stmt):
+        if kind == "gradient":
+            return True
+        if kind in {"name", "param"} and "grad" in last_part(str(what)).lower():
+            return True
+    return False
+
+
+def _applies(values: ast.expr, name: str, stmt: Stmt) -> bool:
+    if name in names_in(values):
+        return True
+    for kind, what, _ in _trace(values, stmt):
+        if kind == "name" and what == name:
+            return True
+    return False
+
+
+def of_module(facts: ModuleFacts) -> list[Accumulator]:
+    """The module's accumulators, found once per analysis."""
+    return facts.cached("accumulators", lambda: find(facts.collected))
+
+
+def resets(collected: Collected) -> list[tuple[Stmt, ast.Call]]:
+    """The statements that set accumulators back to zero (they play zero_grad's part)."""
+    return [reset for accumulator in find(collected) for reset in accumulator.resets]
+
+
+# --- judgments ------------------------------------------------------------------------------
+def _boolean(expr: ast.expr, stmt: Stmt, facts: Optional[ModuleFacts], depth: int = 0) -> bool:
+    """A truth value (a comparison, `tf.equal`, `tf.logical_not`, a name or helper giving one)."""
+    if depth > 4:
+        return False
+    if isinstance(expr, (ast.Compare, ast.BoolOp)) or (isinstance(expr, ast.UnaryOp) and isinstance(expr.op, ast.Not)):
+        return True
+    if isinstance(expr, ast.Call):
+        if last_part(dotted(expr.func)) in keras.BOOLEAN_FUNCTIONS:
+            return True
+        if facts is not None:
+            callee = facts.analysed.resolver.resolve(expr, stmt.scope)
+            if callee is not None and callee.scope.returns:
+                return all(_boolean(v, s, facts, depth + 1) for v, s in callee.scope.returns)
+        return False
+    name = dotted(expr)
+    if name is None:
+        return False
+    reaching = [d for d in stmt.scope.definitions(name) if d.order < stmt.order]
+    return bool(reaching) and reaching[-1].kind == "assign" and reaching[-1].value is not None and _boolean(
+        reaching[-1].value, reaching[-1].stmt, facts, depth + 1
+    )
+
+
+def _mask(expr: ast.expr, stmt: Stmt, facts: Optional[ModuleFacts]) -> bool:
+    """A factor of 0 or 1: `tf.cast(can_apply, dtype)` of a truth value, or a name bound to one."""
+    if isinstance(expr, ast.Call) and last_part(dotted(expr.func)) == "cast" and expr.args:
+        return _boolean(expr.args[0], stmt, facts)
+    name = dotted(expr)
+    if name is None:
+        return False
+    reaching = [d for d in stmt.scope.definitions(name) if d.order < stmt.order]
+    return bool(reaching) and reaching[-1].kind == "assign" and reaching[-1].value is not None and _mask(
+        reaching[-1].value, reaching[-1].stmt, facts
+    )
+
+
+def _factor(expr: ast.expr, stmt: Stmt, facts: Optional[ModuleFacts]) -> str:
+    """How an expression built from the accumulated values scales them: MEAN when something
+    divides, SUM when nothing does (a 0/1 mask is no division), UNKNOWN for any other factor."""
+    result = SUM
+    for node in walk(expr):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+            return MEAN
+        if isinstance(node, ast.Call) and last_part(dotted(node.func)) in _DIVIDING_FUNCTIONS:
+            return MEAN
+        if isinstance(node, ast.Call) and method_of(node)[1] in {"__truediv__", "div"}:
+            return MEAN
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+            if not (_mask(node.left, stmt, facts) or _mask(node.right, stmt, facts)):
+                result = UNKNOWN
+        if isinstance(node, ast.Call) and last_part(dotted(node.func)) in {"multiply", "scale"}:
+            result = UNKNOWN
+    return result
+
+
+def _applied_scaling(applied: Applied, name: str, facts: Optional[ModuleFacts]) -> str:
+    values = applied.values
+    if dotted(values) == name:
+        return SUM
+    if dotted(values) is not None:  # a name built from the collection: follow it once
+        reaching = [d for d in applied.stmt.scope.definitions(dotted(values) or "") if d.order < applied.stmt.order]
+        if len(reaching) == 1 and reaching[0].kind == "assign" and reaching[0].value is not None:
+            return _factor(reaching[0].value, reaching[0].stmt, facts)
+        return UNKNOWN
+    if isinstance(values, (ast.ListComp, ast.GeneratorExp, ast.Call, ast.Subscript)):
+        return _factor(values, applied.stmt, facts)
+    return UNKNOWN
+
+
+def _gradient_scaling(added: Added, facts: ModuleFacts) -> str:
+    """Whether the gradients added were taken of a loss divided by the window (MEAN), of an
+    undivided one (SUM), or cannot be told."""
+    sources = [(kind, what, stmt) for kind, what, stmt in _trace(added.value, added.stmt) if kind != "name"]
+    if len(sources) != 1:
+        return UNKNOWN
+    kind, what, stmt = sources[0]
+    if kind == "gradient":
+        return _tape_target_scaling(what, stmt, facts)  # type: ignore[arg-type]
+    if kind == "param" and stmt.scope.name in keras.STEP_METHODS:
+        # A patched or overridden `apply_gradients(grads_and_vars)`: its gradients come from the
+        # model's train_step, which takes them of the undivided loss unless this file shows otherwise.
+        tapes = [site for sf in facts.scopes for site in sf.scope.calls if method_of(site.call)[1] == keras.GRADIENT_METHOD]
+        verdicts = {_tape_target_scaling(site.call, site.stmt, facts) for site in tapes}
+        return SUM if verdicts <= {SUM} else UNKNOWN
+    return UNKNOWN
+
+
+def _tape_target_scaling(call: ast.Call, stmt: Stmt, facts: ModuleFacts) -> str:
+    target = positional(call, 0)
+    if target is None:
+        return UNKNOWN
+    scaling = facts.flow.scaling(target, stmt, set())
+    if scaling.unknown:
+        return UNKNOWN
+    return MEAN if scaling.divided else SUM
+
+
+def applied_as_sum(accumulator: Accumulator, applied: Applied, facts: ModuleFacts) -> bool:
+    """Every gradient added is undivided, nothing divides on the way in, and the apply does not
+    divide: the window's sum reaches the optimizer."""
+    if not accumulator.added or _applied_scaling(applied, accumulator.name, facts) != SUM:
+        return False
+    for added in accumulator.added:
+        if _factor(added.value, added.stmt, facts) != SUM:
+            return False
+        if _gradient_scaling(added, facts) != SUM:
+            return False
+    return True
+
+
+def window_size(accumulator: Accumulator) -> Optional[ast.expr]:
+    """The k the code counts the window to: `tf.math.mod(step, k)`, `step % k`, or a counter
+    that is incremented by one and compared with k (`tf.equal(self.count, self.k)`)."""
+    counters: set[str] = set()
+    for scope in accumulator.scopes:
+        for site in scope.calls:
+            receiver, method = method_of(site.call)
+            if method == keras.ADD_METHOD and receiver is not None and int_value(positional(site.call, 0)) == 1:
+                counters.add(dotted(receiver) or "")
+        for name, definitions in scope.defs.items():
+            if any(d.kind == "aug" and d.op == "AddAssign" and int_value(d.value) == 1 for d in definitions):
+                counters.add(name)
+    counters.discard("")
+    for scope in accumulator.scopes:
+        for stmt in scope.stmts:
+            node = stmt.node
+            inspected = node.test if isinstance(node, (ast.If, ast.While)) else node
+            if not stmt.is_statement or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            for sub in walk(inspected):
+                if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod) and not isinstance(sub.left, ast.Constant):
+                    return sub.right
+                if isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.MODULO_FUNCTIONS and len(sub.args) == 2:
+                    return sub.args[1]
+                pair: Optional[tuple[ast.expr, ast.expr]] = None
+                if isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.EQUALITY_FUNCTIONS and len(sub.args) == 2:
+                    pair = (sub.args[0], sub.args[1])
+                elif isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.Eq, ast.GtE)):
+                    pair = (sub.left, sub.comparators[0])
+                if pair is not None:
+                    for counter, k in (pair, pair[::-1]):
+                        if dotted(counter) in counters and not isinstance(k, ast.Constant):
+                            return k
+    return None
