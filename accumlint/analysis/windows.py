@@ -505,3 +505,90 @@ def range_len(iterable: ast.expr) -> Optional[ast.expr]:
         if isinstance(inner, ast.Call) and dotted(inner.func) == "len":
             return positional(inner, 0)
     return None
+
+
+@dataclass(frozen=True)
+class Dedented:
+    """`for micro in batch.chunk(k): loss = ...` and then `loss.backward()` after that loop: only
+    the last micro-batch's loss reaches backward, so the step runs on its gradient alone."""
+
+    backward: Event
+    micro_loop: Loop
+    name: str  # the loss, assigned anew on every micro-step
+    assigned: Stmt
+
+
+_MICRO_BATCH_SPLITS = frozenset({"chunk", "split", "tensor_split"})
+
+
+def _micro_batches(iterable: Optional[ast.expr]) -> bool:
+    """`range(k)`, `batch.chunk(k)`, `torch.split(x, n)`, and `zip`/`enumerate` of those."""
+    if not isinstance(iterable, ast.Call):
+        return False
+    func = (dotted(iterable.func) or "").rsplit(".", 1)[-1]
+    if func in {"zip", "enumerate"}:
+        return bool(iterable.args) and all(_micro_batches(arg) for arg in iterable.args[:1 if func == "enumerate" else None])
+    return func == "range" or func in _MICRO_BATCH_SPLITS
+
+
+def _fetches_data(value: Optional[ast.expr]) -> bool:
+    if not isinstance(value, ast.Call):
+        return False
+    func = (dotted(value.func) or "").rsplit(".", 1)[-1].lower()
+    return func == "next" or "batch" in func
+
+
+def _fed_by_targets(name: str, loop: Loop) -> bool:
+    """The value bound to `name` in the loop is computed from what the loop iterates over."""
+    scope = loop.scope
+    inside = [d for ds in scope.defs.values() for d in ds if loop.contains(d.stmt) and d.value is not None]
+    # nanoGPT's `for micro_step in range(k): X, Y = get_batch("train")`: fresh data on every micro-step
+    tainted = set(loop.targets) | {d.name for d in inside if _fetches_data(d.value)}
+    for _ in range(4):
+        grown = tainted | {
+            d.name for d in inside
+            if d.value is not None and any(n.split(".", 1)[0] in tainted for n in names_in(d.value))
+        }
+        if grown == tainted:
+            break
+        tainted = grown
+    return name in tainted
+
+
+def dedented_backwards(scope: Scope, events: list[Event]) -> list[Dedented]:
+    found: list[Dedented] = []
+    for event in events:
+        if event.kind != BACKWARD or event.helper or event.tensor is None or not event.stmt.loops:
+            continue
+        tensor = event.tensor
+        if isinstance(tensor, ast.BinOp) and isinstance(tensor.op, ast.Div):
+            tensor = tensor.left  # `(loss / k).backward()`
+        name = dotted(tensor)
+        outer = event.stmt.loops[-1]
+        if name is None or "." in name:
+            continue
+        definitions = [d for d in scope.definitions(name) if outer.contains(d.stmt) and d.order < event.order]
+        if not definitions:
+            continue
+        first, assigned = definitions[0], definitions[-1]
+        inner = first.stmt.loop
+        if (
+            inner is None or inner.parent is not outer or not isinstance(inner.node, FOR_LOOPS)
+            or inner.last_order >= event.order or not _micro_batches(inner.iter_expr)
+            or any(d.stmt.loop is not inner for d in definitions)
+        ):
+            continue
+        # Bound anew on every micro-step (then maybe `loss = loss / k`), not summed over them
+        # (`loss += part`, `loss = loss + part`, or a total started before the loop).
+        if first.kind not in {"assign", "unpack"} or first.value is None or name in names_in(first.value):
+            continue
+        if any(isinstance(n, ast.Break) for n in ast.walk(inner.node)) or _carries_state(inner):
+            continue
+        if any(e.kind == BACKWARD and inner.contains(e.stmt) for e in events):
+            continue
+        if not any(e.kind == STEP and outer.contains(e.stmt) and e.order > event.order for e in events):
+            continue
+        if not _fed_by_targets(name, inner):
+            continue
+        found.append(Dedented(event, inner, name, assigned.stmt))
+    return found

@@ -6,6 +6,7 @@ from typing import Iterator
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
+from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
@@ -43,3 +44,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     event.stmt.node,
                     fix,
                 )
+        for dedented in dedented_backwards(sf.scope, sf.events):
+            # The backward sits after the micro-batch loop: the same loss of a window, another cause.
+            call = dedented.backward.call
+            line = getattr(dedented.micro_loop.node, "lineno", "?")
+            yield Violation(
+                CODE,
+                f"backward runs after the micro-batch loop (line {line}), on the `{dedented.name}` of its last "
+                f"micro-batch only: the other micro-batches never reach backward, and only the last "
+                f"micro-batch's gradient reaches optimizer.step(); call backward inside that loop",
+                call if call is not None else dedented.backward.stmt.node,
+            )
