@@ -64,7 +64,8 @@ def _to_json(result: FileResult) -> dict[str, Any]:
     findings = []
     for finding in result.findings:
         item = asdict(finding)
-        del item["filename"]
+        if item.pop("filename") != result.filename:  # in a helper of another module: that module
+            item["elsewhere"] = str(Path(finding.filename).resolve())
         findings.append(item)
     return {
         "findings": findings,
@@ -95,7 +96,17 @@ def _location(data: dict[str, Any]) -> Location:
     return Location(int(data["row"]), int(data["column"]))
 
 
+def _elsewhere(path: str, checked: str) -> str:
+    """Another module's path, named the way the checked file is (relative or not)."""
+    if os.path.isabs(checked):
+        return path
+    relative = os.path.relpath(path)
+    return path if relative.startswith("..") else relative
+
+
 def _finding(data: dict[str, Any], filename: str) -> Finding:
+    if data.get("elsewhere"):
+        filename = _elsewhere(str(data["elsewhere"]), filename)
     fix = data.get("fix")
     summary = None
     if fix is not None:

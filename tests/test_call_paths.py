@@ -244,3 +244,20 @@ def test_state_carried_by_a_base_class_method_in_another_module(tmp_path, monkey
     finding = found[(base, "ACC003", 3)]
     assert "(called every iteration from `train`, line 12)" in finding.message
     assert finding.fix is None  # never an edit to another file
+
+
+def test_a_finding_in_another_module_keeps_its_file_when_read_from_the_cache(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from accumlint.cli import cli
+
+    _write(tmp_path, SCHEDULER_PROJECT)
+    monkeypatch.chdir(tmp_path)
+
+    def located() -> list[str]:
+        output = CliRunner().invoke(cli, ["check", "--jobs", "1", "train.py"]).output
+        return sorted(line.split(": ")[0] for line in output.splitlines() if ": ACC" in line)
+
+    first = located()
+    assert first == [f"{Path('pkg') / 'hooks.py'}:3:5"]
+    assert located() == first  # the cached result names the helper's module, not train.py
