@@ -261,3 +261,93 @@ def test_a_finding_in_another_module_keeps_its_file_when_read_from_the_cache(tmp
     first = located()
     assert first == [f"{Path('pkg') / 'hooks.py'}:3:5"]
     assert located() == first  # the cached result names the helper's module, not train.py
+
+
+# --- ACC002: a method the loop calls keeps its argument on the object ----------------------------
+
+KEPT = """
+class Trainer:
+    def __init__(self, model, opt, crit):
+        self.model, self.opt, self.crit = model, opt, crit
+        self.history = []
+
+    def _record(self, value):
+        self.history.append(value)
+
+    def train(self, loader):
+        for x, y in loader:
+            loss = self.crit(self.model(x), y)
+            loss.backward()
+            self._record({arg})
+            self.opt.step()
+            self.opt.zero_grad()
+"""
+
+
+def test_a_method_that_keeps_the_loss_on_the_object():
+    source = KEPT.format(arg="loss")
+    found = findings(source)
+    row = line_of(source, "self.history.append(value)")
+    assert set(found) == {("ACC002", row)}
+    finding = found[("ACC002", row)]
+    call = line_of(source, "self._record(loss)")
+    assert f"(called every iteration from `train`, line {call}, with `loss`)" in finding.message
+    assert "pass `loss.detach()`" in finding.message
+    assert finding.fix is None  # `value` may be a number from another caller
+
+
+def test_a_method_handed_a_graph_free_value_is_clean():
+    assert findings(KEPT.format(arg="loss.item()")) == {}
+    assert findings(KEPT.format(arg="loss.detach()")) == {}
+    assert findings(KEPT.format(arg="x.size(0)")) == {}
+
+
+def test_a_store_started_anew_within_the_loop_or_handed_out_is_clean():
+    cleared = KEPT.format(arg="loss").replace(
+        "            self.opt.zero_grad()\n", "            self.opt.zero_grad()\n            self.history = []\n"
+    )
+    assert findings(cleared) == {}
+    handed_out = KEPT.format(arg="loss") + "\n    def losses(self):\n        return self.history\n"
+    assert findings(handed_out) == {}
+    deferred = KEPT.format(arg="loss").replace("self.history.append(value)", "self.pending = self.pending + value") + (
+        "\n    def flush(self):\n        self.pending.backward()\n"
+    )
+    assert findings(deferred) == {}
+
+
+KEPT_PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/base.py": """
+        class LoggingBase:
+            def log_loss(self, loss):
+                self.epoch_loss += loss
+    """,
+    "train.py": """
+        from pkg.base import LoggingBase
+
+
+        class Trainer(LoggingBase):
+            def train_epoch(self, loader):
+                self.epoch_loss = 0.0
+                for x, y in loader:
+                    loss = self.crit(self.model(x), y)
+                    loss.backward()
+                    self.log_loss(loss)
+                    self.opt.step()
+                    self.opt.zero_grad()
+    """,
+}
+
+
+def test_a_base_class_in_another_module_keeps_the_loss(tmp_path, monkeypatch):
+    _write(tmp_path, KEPT_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert result.error is None, result.error
+    base = str(Path("pkg") / "base.py")
+    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    # `self.epoch_loss = 0.0` before the loop starts it once per epoch: it grows over the epoch
+    assert set(found) == {(base, "ACC002", 3)}
+    assert "(called every iteration from `train_epoch`, line 10, with `loss`)" in found[(base, "ACC002", 3)].message
+    assert found[(base, "ACC002", 3)].fix is None

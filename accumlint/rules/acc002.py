@@ -13,7 +13,7 @@ from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.exprs import dotted, method_of, names_in, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import NUMBER, TENSOR, UNKNOWN, ValueKinds, instance_method
-from accumlint.model import Fix, TextEdit, Violation
+from accumlint.model import Fix, Origin, TextEdit, Violation
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
 
@@ -476,3 +476,76 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 models = lifetimes.model_objects(facts)
             yield from _kept_in_evaluation_loops(facts, sf, backward_names, models)
         yield from _kept_on_self(facts, sf, by_scope)
+        yield from _kept_by_called_methods(facts, sf)
+
+
+def _kept_by_called_methods(facts: ModuleFacts, sf) -> Iterator[Violation]:
+    """`self._record(loss)` in a training loop, where `_record` keeps its argument on the object
+    (`self.history.append(value)`, `self.total += value`): reported at that store, in whichever
+    module the method is, with the call that hands it the graph. No fix: the method's parameter may
+    take numbers from other callers; the caller passes `.detach()` or `.item()`."""
+    scope = sf.scope
+    for loop in scope.loops:
+        if not any(e.kind == BACKWARD and loop.contains(e.stmt) for e in sf.events):
+            continue
+        backwarded = _backward_tensors(sf.events)
+        for site in scope.calls:
+            func = site.call.func
+            if not loop.contains(site.stmt) or not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"):
+                continue
+            callee = facts.analysed.resolver.resolve(site.call, scope)
+            if callee is None or callee.scope is scope or callee.scope.class_node is None:
+                continue
+            method = callee.scope
+            if not method.params or method.params[0] != "self" or method.no_grad:
+                continue
+            kept = _kept_parameters(facts, method)
+            params = method.params[1:]
+            bound = [(params[i], arg) for i, arg in enumerate(site.call.args) if i < len(params)]
+            bound += [(kw.arg, kw.value) for kw in site.call.keywords if kw.arg is not None]
+            for param, arg in bound:
+                holder = kept.get(param)
+                if holder is None or isinstance(arg, ast.Starred):
+                    continue
+                if not facts.flow.carries_graph(arg, site.stmt) or not _graph_value(facts, arg, site.stmt, backwarded):
+                    continue
+                if not _grows_across_calls(facts, scope, loop, callee, holder):
+                    continue
+                store = next(
+                    (stmt for name, value, stmt in _accumulations(method, lambda s: True)
+                     if name == holder and _reads_parameter(value, param)),
+                    None,
+                )
+                if store is None:
+                    continue
+                arg_text = facts.source.segment(arg)
+                line = getattr(site.stmt.node, "lineno", "?")
+                message = (
+                    f"`{holder}` lives on the object and keeps the autograd graph of `{arg_text}` from every "
+                    f"iteration alive (called every iteration from `{scope.name}`, line {line}, with `{arg_text}`): "
+                    f"pass `{detached(facts.source, arg)}` (or `.item()`)"
+                )
+                if callee.module is facts.analysed:
+                    yield Violation(CODE, message, store.node)
+                elif callee.module.path is not None and callee.module.source is not None:
+                    yield Violation(CODE, message, store.node, origin=Origin(str(callee.module.path), callee.module.source))
+
+
+def _grows_across_calls(facts: ModuleFacts, scope: Scope, loop: Loop, callee, holder: str) -> bool:
+    """The attribute is never started anew while the loop runs (only before it, or in `__init__`),
+    never backward-ed and never handed out by a method: it grows with every iteration."""
+    if next(lifetimes.resets(scope, holder, within=loop), None) is not None:
+        return False
+    # (method, the module it is in) for the callee's class and the caller's
+    methods = [(s, callee.module) for s in callee.module.collected.scopes if s.class_node is callee.scope.class_node]
+    if scope.class_node is not None and scope.class_node is not callee.scope.class_node:
+        methods += [(s, facts.analysed) for s in facts.collected.scopes if s.class_node is scope.class_node]
+    for method, module in methods:
+        if method is not scope and method.name != "__init__" and next(lifetimes.resets(method, holder), None) is not None:
+            return False  # reset in another method, at a time the loop does not show
+        if any(holder in names_in(value) for value, _ in method.returns):
+            return False  # handed out: its use is not in sight
+        if any(e.kind == BACKWARD and e.tensor is not None and holder in names_in(e.tensor)
+               for e in module.direct.get(id(method), [])):
+            return False  # backward-ed later: a deferred loss
+    return True
