@@ -369,3 +369,27 @@ def test_acc009_never_advises_no_sync_on_a_ddp_class_that_has_none():
     (plain,) = check(torch_ddp)
     assert "wrap the forward and backward of non-final micro-steps in `model.no_sync()`" in plain.message
     assert "apex" not in plain.message
+
+
+MEAN_BY_HAND = """
+def train_epoch(model, loader, optimizer, args):
+    for step, batch in enumerate(loader):
+        out = model(**batch)[0]
+        loss = {loss}
+        loss.backward()
+        if (step + 1) % args.backward_freq == 0 or step + 1 == len(loader):
+            optimizer.step()
+            model.zero_grad()
+"""
+
+
+def test_a_mean_written_by_hand_is_no_division_by_the_window():
+    for mean in ("out.sum() / out.shape[0]", "out.sum() / out.size(0)", "out.sum() / len(out)", "out.sum() / out.numel()"):
+        source = MEAN_BY_HAND.format(loss=mean)
+        assert codes(source) == {("ACC001", 6)}, mean
+        fixed = engine.fix_source(textwrap.dedent(source), "t.py").fixed_source
+        assert "(loss / args.backward_freq).backward()" in fixed
+    # Divided by something else than its own size: a count the analysis cannot read, scaled.
+    assert codes(MEAN_BY_HAND.format(loss="out.sum() / batch['input_ids'].shape[0]")) == set()
+    assert codes(MEAN_BY_HAND.format(loss="out.sum() / num_tokens")) == set()
+    assert codes(MEAN_BY_HAND.format(loss="out.sum() / out.shape[0] / args.backward_freq")) == set()

@@ -118,6 +118,8 @@ class DataFlow:
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
+                if isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names):
+                    return left  # `out.sum() / out.shape[0]`: a mean over the micro-batch, no window
                 if isinstance(expr.op, ast.Mult):
                     if left.neutral:
                         left = self.scaling(expr.right, at, k_names, depth + 1)
@@ -459,6 +461,22 @@ class DataFlow:
             values = [*call.args, *(kw.value for kw in call.keywords)]
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
+
+
+def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool:
+    """The divisor is a size of a value the numerator is made from (`x.shape[0]`, `x.size(0)`,
+    `len(x)`, `x.numel()` with `x` in the numerator): the quotient is that value's mean."""
+    measured: Optional[ast.expr] = None
+    if isinstance(divisor, ast.Subscript) and isinstance(divisor.value, ast.Attribute) and divisor.value.attr == "shape":
+        measured = divisor.value.value
+    elif isinstance(divisor, ast.Call):
+        receiver, method = method_of(divisor)
+        if receiver is not None and method in {"size", "numel"}:
+            measured = receiver
+        elif receiver is None and method == "len" and len(divisor.args) == 1:
+            measured = divisor.args[0]
+    name = dotted(measured) if measured is not None else None
+    return name is not None and name not in k_names and mentions(numerator, {name})
 
 
 def _class_like(name: str) -> bool:
