@@ -181,3 +181,45 @@ def test_fix_applicability_label(code):
 def test_no_page_without_a_rule():
     pages = {p.stem for p in RULES_DIR.glob("ACC*.md")}
     assert pages == set(RULES)
+
+
+# Pages may also carry a framework's own pair of examples ("## Keras example" and "## Keras: use
+# instead"): the same contract, in that framework's shape.
+FRAMEWORK_EXAMPLES = ("Keras",)
+FRAMEWORK_PAIRS = [
+    (code, framework) for code in STATIC for framework in FRAMEWORK_EXAMPLES
+    if f"{framework} example" in Page(code).sections
+]
+
+
+def _framework_pair(code: str, framework: str) -> tuple[str, str]:
+    page = Page(code)
+    return _first_block(page.sections[f"{framework} example"]), _first_block(page.sections[f"{framework}: use instead"])
+
+
+def test_framework_pairs_exist():
+    assert {code for code, _ in FRAMEWORK_PAIRS} >= {"ACC001", "ACC005", "ACC007", "ACC010"}
+
+
+@pytest.mark.parametrize("code,framework", FRAMEWORK_PAIRS)
+def test_framework_example_reported_with_its_code_only(code, framework):
+    bad, fixed = _framework_pair(code, framework)
+    assert bad != fixed
+    result = check_source(bad, f"{code}-{framework}-bad.py")
+    assert set(_codes(result)) == {code}, f"{framework} example of {code} reports {_where(result)}"
+    clean = check_source(fixed, f"{code}-{framework}-fixed.py")
+    assert _codes(clean) == [], f"{framework} 'use instead' of {code} reports {_where(clean)}"
+
+
+@pytest.mark.parametrize("code,framework", FRAMEWORK_PAIRS)
+def test_framework_fix_gives_use_instead(code, framework):
+    """Where the finding offers a fix, applying it gives the page's 'use instead' text."""
+    bad, fixed = _framework_pair(code, framework)
+    offered = [f.fix for f in check_source(bad, f"{code}-{framework}-bad.py").findings if f.fix is not None]
+    if not offered:
+        assert fix_source(bad, f"{code}-bad.py", unsafe_fixes=True).fixed_source is None
+        return
+    result = fix_source(bad, f"{code}-{framework}-bad.py", unsafe_fixes=any(f.applicability != "safe" for f in offered))
+    assert result.error is None, result.error
+    assert result.fixed_source == fixed
+    assert result.findings == []

@@ -240,3 +240,637 @@ def test_seed_across_modules(tmp_path: Path):
     result = engine.check_source(path.read_bytes(), str(path))
     assert result.error is None, result.error
     assert [(f.code, f.location.row) for f in result.findings if f.filename == str(path)] == [("ACC011", 11)]
+
+
+# --- ACC001: accumulated gradients applied as their sum ---------------------------------------------
+TRAIN_STEP_COND_SUM = '''
+import tensorflow as tf
+
+
+class CustomTrainStep(tf.keras.Model):
+    def __init__(self, n_gradients, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.n_gradients = tf.constant(n_gradients, dtype=tf.int32)
+        self.n_acum_step = tf.Variable(0, dtype=tf.int32, trainable=False)
+        self.gradient_accumulation = [
+            tf.Variable(tf.zeros_like(v, dtype=tf.float32), trainable=False) for v in self.trainable_variables
+        ]
+
+    def train_step(self, data):
+        self.n_acum_step.assign_add(1)
+        x, y = data
+        with tf.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compiled_loss(y, y_pred, regularization_losses=self.losses)
+        gradients = tape.gradient(loss, self.trainable_variables)
+        for i in range(len(self.gradient_accumulation)):
+            self.gradient_accumulation[i].assign_add(gradients[i])
+        tf.cond(tf.equal(self.n_acum_step, self.n_gradients), self.apply_accu_gradients, lambda: None)
+        self.compiled_metrics.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+    def apply_accu_gradients(self):
+        self.optimizer.apply_gradients(zip(self.gradient_accumulation, self.trainable_variables))  # <ACC001
+        self.n_acum_step.assign(0)
+        for i in range(len(self.gradient_accumulation)):
+            self.gradient_accumulation[i].assign(tf.zeros_like(self.trainable_variables[i], dtype=tf.float32))
+'''
+
+CUSTOM_LOOP_SUM = '''
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = tf.keras.optimizers.Adam(1e-3)
+loss_fn = tf.keras.losses.MeanSquaredError()
+dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((96, 16)), tf.random.normal((96, 1)))).batch(8).repeat()
+accum_steps = 4
+accum = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+for step, (x, y) in enumerate(dataset.take(400)):
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True))
+    grads = tape.gradient(loss, model.trainable_variables)
+    for acc, g in zip(accum, grads):
+        acc.assign_add(g)
+    if (step + 1) % accum_steps == 0:
+        optimizer.apply_gradients(zip(accum, model.trainable_variables))  # <ACC001
+        for acc in accum:
+            acc.assign(tf.zeros_like(acc))
+'''
+
+WRAPPER_CLASS_SUM = '''
+import tensorflow as tf
+
+
+class AccumOptimizer:
+    """Wraps an optimizer; applies every `steps` calls."""
+
+    def __init__(self, optimizer, variables, steps):
+        self.optimizer = optimizer
+        self.steps = steps
+        self.calls = 0
+        self.grads = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+    def apply_gradients(self, grads_and_vars):
+        grads_and_vars = list(grads_and_vars)
+        for acc, (grad, _) in zip(self.grads, grads_and_vars):
+            acc.assign_add(grad)
+        self.calls += 1
+        if self.calls % self.steps == 0:
+            self.optimizer.apply_gradients(zip(self.grads, [v for _, v in grads_and_vars]))  # <ACC001
+            for acc in self.grads:
+                acc.assign(tf.zeros_like(acc))
+
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = AccumOptimizer(tf.keras.optimizers.SGD(0.1), model.trainable_variables, 4)
+for x, y in tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+'''
+
+KERAS3_TRAIN_STEP_SUM = '''
+import keras
+import tensorflow as tf
+from keras import ops
+
+
+class AccumModel(keras.Model):
+    def __init__(self, steps, **kwargs):
+        super().__init__(**kwargs)
+        self.steps = steps
+        self.dense = keras.layers.Dense(1)
+        self.dense.build((None, 16))
+        self.count = keras.Variable(0, trainable=False)
+        self.sums = [keras.Variable(ops.zeros_like(v), trainable=False) for v in self.dense.trainable_variables]
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+        grads = tape.gradient(loss, self.trainable_variables)
+        for total, grad in zip(self.sums, grads):
+            total.assign_add(grad)
+        self.count.assign_add(1)
+        if self.count % self.steps == 0:
+            self.optimizer.apply(self.sums, self.trainable_variables)  # <ACC001
+            for total in self.sums:
+                total.assign(ops.zeros_like(total))
+        return {"loss": loss}
+'''
+
+SUM_CASES = {
+    "train_step_tf_cond": TRAIN_STEP_COND_SUM,
+    "custom_loop": CUSTOM_LOOP_SUM,
+    "wrapper_class": WRAPPER_CLASS_SUM,
+    "keras3_train_step": KERAS3_TRAIN_STEP_SUM,
+}
+
+
+import pytest  # noqa: E402
+
+
+@pytest.mark.parametrize("name", sorted(SUM_CASES))
+def test_acc001_accumulated_sum(name):
+    assert_marked(src(SUM_CASES[name]))
+
+
+@pytest.mark.parametrize("name", sorted(SUM_CASES))
+def test_acc001_fix_makes_it_clean(name):
+    text = src(SUM_CASES[name])
+    result = fix_source(text, "case.py")
+    assert result.error is None, result.error
+    assert result.fixed_source is not None, "no fix offered"
+    assert "tf.cast(" in result.fixed_source
+    assert found(result.fixed_source) == []
+
+
+def _divided(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new).replace("  # <ACC001", "")
+
+
+@pytest.mark.parametrize("text", [
+    # divided in the accumulation
+    _divided(src(TRAIN_STEP_COND_SUM), "assign_add(gradients[i])", "assign_add(gradients[i] / tf.cast(self.n_gradients, tf.float32))"),
+    _divided(src(CUSTOM_LOOP_SUM), "acc.assign_add(g)", "acc.assign_add(g / accum_steps)"),
+    # divided where it is applied
+    _divided(src(CUSTOM_LOOP_SUM), "zip(accum, model", "zip([a / accum_steps for a in accum], model"),
+    _divided(src(WRAPPER_CLASS_SUM), "zip(self.grads, [", "zip([g / self.steps for g in self.grads], ["),
+    # the loss divided before tape.gradient
+    _divided(src(CUSTOM_LOOP_SUM), "model(x, training=True))\n", "model(x, training=True)) / accum_steps\n"),
+    _divided(src(KERAS3_TRAIN_STEP_SUM), "training=True))\n", "training=True)) / self.steps\n"),
+], ids=["cond-add", "loop-add", "loop-apply", "wrapper-apply", "loop-loss", "keras3-loss"])
+def test_acc001_divided_somewhere_is_clean(text):
+    assert found(text) == []
+
+
+def test_acc001_unknown_factor_stays_silent():
+    """A factor the analysis cannot read (a learning-rate scale, a clip) is no verdict."""
+    text = _divided(src(CUSTOM_LOOP_SUM), "zip(accum, model", "zip([a * scale for a in accum], model")
+    assert found(text) == []
+
+
+def test_acc001_helper_gradients_of_unknown_origin_stay_silent():
+    """An accumulator fed by a method whose callers are not in sight is no verdict."""
+    text = src('''
+        import tensorflow as tf
+
+
+        class GradientAccumulator:
+            def __init__(self, variables):
+                self.step = tf.Variable(0, trainable=False)
+                self.gradients = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+            def __call__(self, gradients):
+                for accumulator, gradient in zip(self.gradients, gradients):
+                    accumulator.assign_add(gradient)
+                self.step.assign_add(1)
+
+            def apply(self, optimizer, variables):
+                optimizer.apply_gradients(zip(self.gradients, variables))
+                for accumulator in self.gradients:
+                    accumulator.assign(tf.zeros_like(accumulator))
+    ''')
+    assert found(text) == []
+
+
+# --- ACC005: a `% k` gate over a finite dataset, no flush --------------------------------------------
+LOOP_PARTIAL = '''
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = tf.keras.optimizers.SGD(0.1)
+dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((100, 16)), tf.random.normal((100, 1)))).batch(8)
+k = 4
+accum = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+for epoch in range(3):
+    for step, (x, y) in enumerate(dataset):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_mean(tf.square(model(x, training=True) - y)) / k
+        grads = tape.gradient(loss, model.trainable_variables)
+        for a, g in zip(accum, grads):
+            a.assign_add(g)
+        if (step + 1) % k == 0:  # <ACC005
+            optimizer.apply_gradients(zip(accum, model.trainable_variables))
+            for a in accum:
+                a.assign(tf.zeros_like(a))
+'''
+
+
+def test_acc005_custom_loop():
+    findings = check_source(src(LOOP_PARTIAL), "case.py").findings
+    assert [(f.code, f.location.row) for f in findings] == marked(src(LOOP_PARTIAL))
+    assert findings[0].fix is None  # a tf.data dataset may have no len(): report only
+
+
+@pytest.mark.parametrize("old,new", [
+    (").batch(8)\n", ").batch(8).repeat()\n"),  # endless
+    ("enumerate(dataset)", "enumerate(dataset.take(400))"),  # an epoch of a step count
+    ("if (step + 1) % k == 0:", "if (step + 1) % k == 0 or step + 1 == n_batches:"),  # end clause
+], ids=["repeat", "take", "end-clause"])
+def test_acc005_near_misses(old, new):
+    text = src(LOOP_PARTIAL).replace("  # <ACC005", "")
+    assert old in text
+    assert found(text.replace(old, new)) == []
+
+
+def test_acc005_flushed_after_the_loop():
+    text = src(LOOP_PARTIAL).replace("  # <ACC005", "") + (
+        "    optimizer.apply_gradients(zip(accum, model.trainable_variables))\n"
+        "    for a in accum:\n"
+        "        a.assign(tf.zeros_like(a))\n"
+    )
+    assert found(text) == []
+
+
+# --- ACC007: accumulators reset inside the window -----------------------------------------------------
+LOOP_RESET_EVERY_STEP = '''
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = tf.keras.optimizers.SGD(0.1)
+dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((96, 16)), tf.random.normal((96, 1)))).batch(8)
+k = 4
+accum = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+for step, (x, y) in enumerate(dataset):
+    for a in accum:  # <ACC007
+        a.assign(tf.zeros_like(a))
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y)) / k
+    grads = tape.gradient(loss, model.trainable_variables)
+    for a, g in zip(accum, grads):
+        a.assign_add(g)
+    if (step + 1) % k == 0 or step + 1 == 12:
+        optimizer.apply_gradients(zip(accum, model.trainable_variables))
+'''
+
+TRAIN_STEP_RESET_EVERY_STEP = '''
+import tensorflow as tf
+
+
+class AccumModel(tf.keras.Model):
+    def __init__(self, k, **kwargs):
+        super().__init__(**kwargs)
+        self.k = k
+        self.dense = tf.keras.layers.Dense(1)
+        self.dense.build((None, 16))
+        self.count = tf.Variable(0, trainable=False)
+        self.sums = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.dense.trainable_variables]
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        for i in range(len(self.sums)):  # <ACC007
+            self.sums[i].assign(tf.zeros_like(self.sums[i]))
+        with tf.GradientTape() as tape:
+            loss = self.compiled_loss(y, self(x, training=True)) / self.k
+        grads = tape.gradient(loss, self.trainable_variables)
+        for i, grad in enumerate(grads):
+            self.sums[i].assign_add(grad)
+        self.count.assign_add(1)
+        if self.count % self.k == 0:
+            self.optimizer.apply_gradients(zip(self.sums, self.trainable_variables))
+        return {"loss": loss}
+'''
+
+
+@pytest.mark.parametrize("text", [LOOP_RESET_EVERY_STEP, TRAIN_STEP_RESET_EVERY_STEP], ids=["loop", "train_step"])
+def test_acc007_reset_inside_the_window(text):
+    assert_marked(src(text))
+
+
+@pytest.mark.parametrize("text", [LOOP_RESET_EVERY_STEP, TRAIN_STEP_RESET_EVERY_STEP], ids=["loop", "train_step"])
+def test_acc007_fix_moves_the_reset_after_the_apply(text):
+    result = fix_source(src(text), "case.py")
+    assert result.error is None, result.error
+    assert result.fixed_source is not None
+    assert found(result.fixed_source) == []
+    lines = result.fixed_source.splitlines()
+    apply = next(i for i, line in enumerate(lines) if "apply_gradients" in line)
+    reset = next(i for i, line in enumerate(lines) if ".assign(tf.zeros_like" in line)
+    assert reset == apply + 2  # the `for` over the accumulators, moved whole after the apply
+
+
+def test_acc007_reset_after_the_apply_is_clean():
+    text = src(LOOP_RESET_EVERY_STEP).replace("  # <ACC007", "")
+    top = "    for a in accum:\n        a.assign(tf.zeros_like(a))\n"
+    assert top in text
+    text = text.replace(top, "") + "        for a in accum:\n            a.assign(tf.zeros_like(a))\n"
+    assert found(text) == []
+
+
+# --- ACC010: Keras 3 averages the window by itself (gradient_accumulation_steps) ---------------------
+KERAS3_LOOP_DIVIDED = '''
+import keras
+import tensorflow as tf
+
+accum_steps = 4
+model = keras.Sequential([keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = keras.optimizers.AdamW(learning_rate=1e-3, gradient_accumulation_steps=accum_steps)
+loss_fn = keras.losses.MeanSquaredError()
+dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((96, 16)), tf.random.normal((96, 1)))).batch(8)
+
+for x, y in dataset:
+    with tf.GradientTape() as tape:
+        loss = loss_fn(y, model(x, training=True)) / accum_steps
+    grads = tape.gradient(loss, model.trainable_variables)  # <ACC010
+    optimizer.apply_gradients(zip(grads, model.trainable_variables))
+'''
+
+KERAS3_TRAIN_STEP_DIVIDED = '''
+import keras
+import tensorflow as tf
+
+ACCUM_STEPS = 8
+
+
+class Regressor(keras.Model):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.dense = keras.layers.Dense(1)
+
+    def call(self, x):
+        return self.dense(x)
+
+    def train_step(self, data):
+        x, y = data
+        with tf.GradientTape() as tape:
+            loss = self.compute_loss(x=x, y=y, y_pred=self(x, training=True))
+            loss = loss / ACCUM_STEPS
+        grads = tape.gradient(loss, self.trainable_variables)  # <ACC010
+        self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+        return {"loss": loss}
+
+
+model = Regressor()
+model.compile(optimizer=keras.optimizers.Adam(1e-3, gradient_accumulation_steps=ACCUM_STEPS), loss="mse")
+model.fit(tf.random.normal((128, 16)), tf.random.normal((128, 1)), batch_size=8, epochs=2)
+'''
+
+KERAS3_LOSS_FUNCTION_DIVIDED = '''
+import keras
+
+GRAD_ACCUM = 4
+
+
+def scaled_mse(y_true, y_pred):
+    return keras.losses.mean_squared_error(y_true, y_pred) / GRAD_ACCUM  # <ACC010
+
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.compile(optimizer=keras.optimizers.SGD(0.1, gradient_accumulation_steps=GRAD_ACCUM), loss=scaled_mse)
+model.fit(keras.random.normal((128, 16)), keras.random.normal((128, 1)), batch_size=8, epochs=2)
+'''
+
+DOUBLE_CASES = {
+    "custom_loop": KERAS3_LOOP_DIVIDED,
+    "train_step": KERAS3_TRAIN_STEP_DIVIDED,
+    "loss_function": KERAS3_LOSS_FUNCTION_DIVIDED,
+}
+
+
+@pytest.mark.parametrize("name", sorted(DOUBLE_CASES))
+def test_acc010_keras3_divided_by_hand(name):
+    assert_marked(src(DOUBLE_CASES[name]))
+
+
+@pytest.mark.parametrize("name", sorted(DOUBLE_CASES))
+def test_acc010_fix_drops_the_hand_division(name):
+    text = src(DOUBLE_CASES[name])
+    assert fix_source(text, "case.py").fixed_source is None  # unsafe: only on request
+    result = fix_source(text, "case.py", unsafe_fixes=True)
+    assert result.error is None, result.error
+    assert result.fixed_source is not None
+    assert found(result.fixed_source) == []
+
+
+@pytest.mark.parametrize("name", sorted(DOUBLE_CASES))
+def test_acc010_without_accumulation_steps_is_not_double(name):
+    """The same hand division with an optimizer that does not accumulate is no double scaling."""
+    text = src(DOUBLE_CASES[name])
+    for keyword in (", gradient_accumulation_steps=accum_steps", ", gradient_accumulation_steps=ACCUM_STEPS",
+                    ", gradient_accumulation_steps=GRAD_ACCUM"):
+        text = text.replace(keyword, "")
+    assert "gradient_accumulation_steps" not in text
+    assert "ACC010" not in [code for code, _ in found(text)]
+
+
+@pytest.mark.parametrize("name", sorted(DOUBLE_CASES))
+def test_keras3_accumulation_undivided_is_clean(name):
+    """The optimizer averages: the loss left alone is right (and a step every batch is no ACC012)."""
+    text = src(DOUBLE_CASES[name]).replace("  # <ACC010", "")
+    for division in (" / accum_steps", "            loss = loss / ACCUM_STEPS\n", " / GRAD_ACCUM"):
+        text = text.replace(division, "")
+    assert found(text) == []
+
+
+# --- ACC011: accumulation attached to the loss-scale wrapper -----------------------------------------
+ACCUMULATOR_CLASS = '''
+import tensorflow as tf
+from tensorflow import keras
+
+
+class GradientAccumulator:
+    def __init__(self, apply_gradients, variables, k):
+        self.inner_apply = apply_gradients
+        self.k = k
+        self.count = tf.Variable(0, dtype=tf.int64, trainable=False)
+        self.sums = [tf.Variable(tf.zeros_like(v), trainable=False) for v in variables]
+
+    def apply_gradients(self, grads_and_vars, **kwargs):
+        grads_and_vars = list(grads_and_vars)
+        for total, (grad, _) in zip(self.sums, grads_and_vars):
+            total.assign_add(grad / tf.cast(self.k, grad.dtype))
+        self.count.assign_add(1)
+        if self.count % self.k == 0:
+            self.inner_apply([(total, var) for total, (_, var) in zip(self.sums, grads_and_vars)], **kwargs)
+            for total in self.sums:
+                total.assign(tf.zeros_like(total))
+
+
+model = keras.Sequential([keras.layers.Dense(1)])
+model.build((None, 16))
+'''
+
+DIRECT_PATCH = ACCUMULATOR_CLASS + '''
+optimizer = keras.mixed_precision.LossScaleOptimizer(keras.optimizers.Adam(1e-3))
+accumulator = GradientAccumulator(optimizer.apply_gradients, model.trainable_variables, 4)
+optimizer.apply_gradients = accumulator.apply_gradients  # <ACC011
+model.compile(optimizer=optimizer, loss="mse")
+'''
+
+PATCH_ON_SELF = '''
+import tensorflow as tf
+
+
+class Trainer:
+    def __init__(self, model, k):
+        self.model = model
+        self.k = k
+        self.optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.SGD(0.1))
+        self.original_apply = self.optimizer.apply_gradients
+        self.optimizer.apply_gradients = self.accumulate  # <ACC011
+
+    def accumulate(self, grads_and_vars):
+        ...
+'''
+
+WRAPPED_IN_ACCUMULATION_CLASS = '''
+import keras
+from my_project.optim import AccumulationOptimizer
+
+inner = keras.optimizers.Adam(1e-3)
+optimizer = keras.optimizers.LossScaleOptimizer(inner)
+optimizer = AccumulationOptimizer(optimizer, accum_steps=4)  # <ACC011
+'''
+
+WRAPPER_CASES = {"direct_patch": DIRECT_PATCH, "patch_on_self": PATCH_ON_SELF, "accumulation_class": WRAPPED_IN_ACCUMULATION_CLASS}
+
+
+@pytest.mark.parametrize("name", sorted(WRAPPER_CASES))
+def test_acc011_reported(name):
+    text = src(WRAPPER_CASES[name])
+    assert_marked(text)
+    result = check_source(text, "case.py")
+    ours = [f for f in result.findings if f.code == "ACC011"]
+    assert all(f.fix is None for f in ours)
+    assert all("gradient_accumulation_steps" in f.message and "train_step" in f.message for f in ours)
+
+
+def test_acc011_keras3_inner_optimizer_accumulates_then_wrapped():
+    text = src('''
+        import keras
+
+        inner = keras.optimizers.Adam(1e-3, gradient_accumulation_steps=4)
+        optimizer = keras.optimizers.LossScaleOptimizer(inner)
+        model = keras.Sequential([keras.layers.Dense(1)])
+        model.compile(optimizer=optimizer, loss="mse")
+        model.fit(keras.random.normal((64, 16)), keras.random.normal((64, 1)), batch_size=8)
+    ''')
+    assert found(text) == []
+
+
+def test_acc011_loss_scale_optimizer_without_accumulation():
+    text = src('''
+        import tensorflow as tf
+
+        tf.keras.mixed_precision.set_global_policy("mixed_float16")
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        optimizer = tf.keras.mixed_precision.LossScaleOptimizer(tf.keras.optimizers.Adam())
+        model.compile(optimizer=optimizer, loss="mse")
+        model.fit(tf.random.normal((64, 16)), tf.random.normal((64, 1)), batch_size=8, epochs=2)
+    ''')
+    assert found(text) == []
+
+
+def test_acc011_patch_on_the_float32_branch_only():
+    text = src(ACCUMULATOR_CLASS) + src('''
+        optimizer = keras.optimizers.Adam(1e-3)
+        if policy.startswith("mixed"):
+            optimizer = keras.mixed_precision.LossScaleOptimizer(optimizer)
+        else:
+            accumulator = GradientAccumulator(optimizer.apply_gradients, model.trainable_variables, 4)
+            optimizer.apply_gradients = accumulator.apply_gradients
+    ''')
+    assert found(text) == []
+
+
+def test_acc011_patch_before_wrapping_is_not_this_rule():
+    text = src(ACCUMULATOR_CLASS) + src('''
+        optimizer = keras.optimizers.Adam(1e-3)
+        accumulator = GradientAccumulator(optimizer.apply_gradients, model.trainable_variables, 4)
+        optimizer.apply_gradients = accumulator.apply_gradients
+        model.compile(optimizer=optimizer, loss="mse")
+    ''')
+    assert found(text) == []
+
+
+def test_accumulator_dividing_by_k_is_clean():
+    assert found(src(ACCUMULATOR_CLASS)) == []
+
+
+def test_plain_fit_and_plain_custom_loop_are_clean():
+    text = src('''
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        optimizer = tf.keras.optimizers.Adam(1e-3)
+        dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8)
+        history = []
+        state = None
+        for epoch in range(2):
+            for step, (x, y) in enumerate(dataset):
+                with tf.GradientTape() as tape:
+                    out, state = model(x, state)
+                    loss = tf.reduce_mean(tf.square(out - y))
+                grads = tape.gradient(loss, model.trainable_variables)
+                optimizer.apply_gradients(zip(grads, model.trainable_variables))
+                history.append(loss)
+                if step % 10 == 0:
+                    print(step, float(loss))
+
+        model.compile(optimizer="adam", loss="mse")
+        model.fit(dataset, epochs=2)
+    ''')
+    assert found(text) == []
+
+
+def test_gan_with_two_tapes_is_clean():
+    text = src('''
+        import tensorflow as tf
+
+        gen_opt = tf.keras.optimizers.Adam(1e-4)
+        disc_opt = tf.keras.optimizers.Adam(1e-4)
+
+
+        @tf.function
+        def train_step(images, generator, discriminator):
+            with tf.GradientTape() as gen_tape, tf.GradientTape() as disc_tape:
+                fake = generator(tf.random.normal((8, 100)), training=True)
+                real_out = discriminator(images, training=True)
+                fake_out = discriminator(fake, training=True)
+                gen_loss = -tf.reduce_mean(fake_out)
+                disc_loss = tf.reduce_mean(fake_out) - tf.reduce_mean(real_out)
+            gen_grads = gen_tape.gradient(gen_loss, generator.trainable_variables)
+            disc_grads = disc_tape.gradient(disc_loss, discriminator.trainable_variables)
+            gen_opt.apply_gradients(zip(gen_grads, generator.trainable_variables))
+            disc_opt.apply_gradients(zip(disc_grads, discriminator.trainable_variables))
+    ''')
+    assert found(text) == []
+
+
+def test_pytorch_loop_is_unaffected():
+    """A torch loop in the same shape: still ACC001 at its backward, with the usual fix."""
+    text = src('''
+        import torch
+
+        model = torch.nn.Linear(16, 1)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loader = torch.utils.data.DataLoader(torch.utils.data.TensorDataset(torch.randn(64, 16), torch.randn(64, 1)), batch_size=8)
+        accum_steps = 4
+        losses = []
+        for i, (x, y) in enumerate(loader):
+            loss = torch.nn.functional.mse_loss(model(x), y)
+            loss.backward()  # <ACC001
+            losses.append(loss)  # <ACC002
+            if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+    ''')
+    assert_marked(text)
+    fixed = fix_source(text, "case.py").fixed_source
+    assert fixed is not None and "(loss / accum_steps).backward()" in fixed

@@ -13,12 +13,17 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, int_value, is_number, last_part, method_of, names_in, positional, walk
+from accumlint import frameworks
 from accumlint.frameworks import keras
 
 if TYPE_CHECKING:
+    from accumlint.analysis.calls import AnalysedModule
+    from accumlint.analysis.events import Event
     from accumlint.analysis.facts import ModuleFacts
+    from accumlint.analysis.roles import Roles
 
 SUM, MEAN, UNKNOWN = "sum", "mean", "unknown"
+BACKWARD, STEP = "backward", "step"  # EventKind values (events imports this module)
 _MAX_HOPS = 6
 _DIVIDING_FUNCTIONS = frozenset({"divide", "truediv", "div", "divide_no_nan"})
 
@@ -73,22 +78,23 @@ def _for_definition(name: str, stmt: Stmt) -> Optional[Definition]:
     return None
 
 
-def _iterated(iterable: Optional[ast.expr], index: tuple[int, ...]) -> Optional[ast.expr]:
+def _iterated(iterable: Optional[ast.expr], index: tuple[int, ...], part: bool = False) -> Optional[ast.expr]:
     """What a loop target at `index` walks over: `zip(acc, grads)` at (0,) -> acc,
-    `enumerate(grads)` at (1,) -> grads, `acc` at () -> acc."""
+    `enumerate(grads)` at (1,) -> grads, `acc` at () -> acc; with `part`, also the collection
+    whose elements the target is a part of (`grad` of `for grad, var in grads_and_vars`)."""
     if iterable is None:
         return None
     if isinstance(iterable, ast.Call):
         func = dotted(iterable.func)
         if func == "enumerate" and index[:1] == (1,):
             inner = positional(iterable, 0)
-            return _iterated(inner, index[1:]) if inner is not None else None
+            return _iterated(inner, index[1:], part) if inner is not None else None
         if func == "zip" and index:
             inner = positional(iterable, index[0])
-            return _iterated(inner, index[1:]) if inner is not None else None
+            return _iterated(inner, index[1:], part) if inner is not None else None
         if func in {"enumerate", "zip"}:
             return None
-    return iterable if not index else None
+    return iterable if not index or part else None
 
 
 def _collection_of(receiver: ast.expr, stmt: Stmt) -> Optional[str]:
@@ -145,7 +151,7 @@ def _trace(expr: ast.expr, stmt: Stmt, hops: int = 0) -> Iterator[tuple[str, obj
     if isinstance(expr, ast.Name):
         definition = _for_definition(name, stmt)
         if definition is not None:
-            source = _iterated(definition.value, definition.index)
+            source = _iterated(definition.value, definition.index, part=True)
             if source is None:
                 yield "other", expr, stmt
             else:
@@ -197,8 +203,14 @@ def _applied_values(call: ast.Call) -> Optional[ast.expr]:
 
 
 def _is_apply(call: ast.Call) -> bool:
+    """`optimizer.apply_gradients(...)` (or a saved `self._orig_apply_gradients(...)`), Keras 3's
+    `optimizer.apply(grads, vars)`."""
+    receiver, method = method_of(call)
     name = last_part(dotted(call.func))
-    return any(method in name for method in keras.STEP_METHODS)
+    if any(step in name for step in keras.STEP_METHODS):
+        return True
+    owner = last_part(dotted(receiver)).lower() if receiver is not None else ""
+    return method in keras.OPTIMIZER_ONLY_STEP_METHODS and ("optim" in owner or owner in {"opt", "optimiser"})
 
 
 def find(collected: Collected) -> list[Accumulator]:
@@ -346,7 +358,11 @@ def _gradient_scaling(added: Added, facts: ModuleFacts) -> str:
         # model's train_step, which takes them of the undivided loss unless this file shows otherwise.
         tapes = [site for sf in facts.scopes for site in sf.scope.calls if method_of(site.call)[1] == keras.GRADIENT_METHOD]
         verdicts = {_tape_target_scaling(site.call, site.stmt, facts) for site in tapes}
-        return SUM if verdicts <= {SUM} else UNKNOWN
+        if not verdicts:  # Keras's own train_step under `fit`, when the file shows one
+            fits = facts.calls_named(keras.FIT_METHOD)
+            overrides = any(s.name == keras.TRAIN_STEP for s in facts.collected.functions.get(keras.TRAIN_STEP, []))
+            return SUM if fits and not overrides else UNKNOWN
+        return SUM if verdicts == {SUM} else UNKNOWN
     return UNKNOWN
 
 
@@ -407,3 +423,84 @@ def window_size(accumulator: Accumulator) -> Optional[ast.expr]:
                         if dotted(counter) in counters and not isinstance(k, ast.Constant):
                             return k
     return None
+
+
+# --- optimizers that accumulate by themselves (Keras 3 `gradient_accumulation_steps`) ----------
+def _accumulation_steps(optimizer: Optional[ast.expr], roles: Roles) -> Optional[ast.expr]:
+    """k of an optimizer that accumulates by itself: a name built with the keyword, or the
+    construction itself (`keras.optimizers.Adam(1e-3, gradient_accumulation_steps=4)`)."""
+    if optimizer is None:
+        return None
+    name = dotted(optimizer)
+    if name is not None:
+        return roles.accumulating_optimizers.get(name)
+    if isinstance(optimizer, ast.Call):
+        for word in frameworks.ACCUMULATION_KEYWORDS:
+            for kw in optimizer.keywords:
+                if kw.arg == word and int_value(kw.value) not in {0, 1}:
+                    return kw.value
+        inner = positional(optimizer, 0)  # `LossScaleOptimizer(Adam(..., gradient_accumulation_steps=4))`
+        if last_part(dotted(optimizer.func)) in frameworks.LOSS_SCALE_WRAPPERS:
+            return _accumulation_steps(inner, roles)
+    return None
+
+
+def compile_calls(collected: Collected) -> Iterator[tuple[ast.Call, Stmt]]:
+    """`model.compile(optimizer=..., loss=...)` of a TensorFlow/Keras module."""
+    roots = {origin.split(".", 1)[0] for origin in collected.imports.values()}
+    if not roots & keras.IMPORT_ROOTS:
+        return
+    for scope in collected.scopes:
+        for site in scope.calls:
+            receiver, method = method_of(site.call)
+            if method == keras.COMPILE_METHOD and receiver is not None and dotted(receiver) not in keras.IMPORT_ROOTS:
+                yield site.call, site.stmt
+
+
+def _compiled_optimizer(call: ast.Call) -> Optional[ast.expr]:
+    found = next((kw.value for kw in call.keywords if kw.arg == "optimizer"), None)
+    return found if found is not None else positional(call, 0)
+
+
+def _compiled_steps(collected: Collected, roles: Roles, loss: Optional[str] = None) -> Optional[ast.expr]:
+    """k when every `compile` of the module (with this loss function, when given) hands its
+    model an optimizer that accumulates by itself."""
+    steps = []
+    for call, _ in compile_calls(collected):
+        if loss is not None and dotted(next((kw.value for kw in call.keywords if kw.arg == "loss"), None)) != loss:
+            continue
+        steps.append(_accumulation_steps(_compiled_optimizer(call), roles))
+    return steps[0] if steps and all(s is not None for s in steps) else None
+
+
+def optimizer_window(event: Event, module: AnalysedModule) -> Optional[ast.expr]:
+    """The k of an optimizer that accumulates (and averages) by itself, for the step it takes or
+    for the gradients a Keras backward hands to it: its own construction, the `compile` that gave
+    a model `self.optimizer`, or the `compile` a loss function was handed to."""
+    roles = module.roles
+    if event.kind == STEP:
+        steps = _accumulation_steps(ast.Name(event.receiver) if event.receiver else None, roles)
+        if steps is None and event.receiver is not None and last_part(event.receiver) == "optimizer":
+            steps = _compiled_steps(module.collected, roles)
+        return steps
+    if event.kind != BACKWARD or event.framework not in frameworks.GRAPH_FREE_FRAMEWORKS:
+        return None
+    if event.call is None:  # a loss function Keras differentiates itself
+        return _compiled_steps(module.collected, roles, event.stmt.scope.name)
+    scopes = event.stmt.scope.class_scopes or [event.stmt.scope]
+    found = [
+        optimizer_window(other, module)
+        for scope in scopes for other in module.direct.get(id(scope), []) if other.kind == STEP
+    ]
+    return found[0] if found and all(f is not None for f in found) else None
+
+
+def compiled_losses(collected: Collected) -> Iterator[tuple[ast.expr, Stmt]]:
+    """The values a loss function handed to `compile(loss=fn)` returns: Keras differentiates them."""
+    for call, _ in compile_calls(collected):
+        loss = next((kw.value for kw in call.keywords if kw.arg == "loss"), None)
+        if not isinstance(loss, ast.Name):
+            continue
+        defined = [s for s in collected.functions.get(loss.id, []) if s.class_node is None]
+        if len(defined) == 1:
+            yield from defined[0].returns

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Optional, Union
 
 from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
-from accumlint.frameworks import lightning
+from accumlint.frameworks import keras, lightning
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
 LoopNode = Union[ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef]
@@ -286,8 +286,9 @@ class _Collector:
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
         loops_inside: tuple[Loop, ...] = ()
-        if inner.is_lightning_training_step:
-            # Lightning calls training_step once per micro-batch: its body is one loop iteration.
+        if inner.is_lightning_training_step or self._keras_train_step(inner):
+            # Lightning calls training_step, and Keras's `fit` a model's train_step, once per
+            # micro-batch: its body is one loop iteration.
             hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True)
             hook.first_order = self.order + 1
             inner.loops.append(hook)
@@ -336,6 +337,12 @@ class _Collector:
                     self._define(Definition(name, "with", context, header, index=index))
                     self._occur(name, True, False, False, header)
         self._block(node.body, scope, path + ((node, "body"),), loops, inner_no_grad)
+
+    def _keras_train_step(self, scope: Scope) -> bool:
+        """`train_step` of a Keras model subclass, in a module that imports TensorFlow or Keras."""
+        if scope.name != keras.TRAIN_STEP or not any(b.endswith(keras.MODEL_BASE_SUFFIXES) for b in scope.class_bases):
+            return False
+        return any(origin.split(".", 1)[0] in keras.IMPORT_ROOTS for origin in self.imports.values())
 
     # --- simple statements -------------------------------------------------------------
     def _small(self, node: ast.stmt, stmt: Stmt) -> None:

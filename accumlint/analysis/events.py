@@ -162,7 +162,7 @@ def _lightning_returns(scope: Scope, manual: bool) -> list[Event]:
 
 def _accumulator_resets(collected: Collected) -> dict[int, list[Event]]:
     """Accumulator variables set back to zero (`acc[i].assign(tf.zeros_like(v))`): where gradients
-    are added up by hand, this is the zeroing."""
+    are added up by hand, this is the zeroing. (Keyed by id(scope), like the other events.)"""
     found: dict[int, list[Event]] = {}
     for stmt, call in accumulators.resets(collected):
         found.setdefault(id(stmt.scope), []).append(Event(ZERO, stmt, call, None))
@@ -174,6 +174,8 @@ def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]
     direct: dict[int, list[Event]] = {}
     manual = lightning_manual(collected)
     resets = _accumulator_resets(collected)
+    for value, stmt in accumulators.compiled_losses(collected):  # Keras differentiates a compiled loss itself
+        resets.setdefault(id(stmt.scope), []).append(Event(BACKWARD, stmt, None, tensor=value, framework=Framework.KERAS))
     for scope in collected.scopes:
         events = [e for e in (classify(site, roles) for site in scope.calls) if e is not None]
         events.extend(_grad_set_to_none(scope))

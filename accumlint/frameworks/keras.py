@@ -42,6 +42,8 @@ BOOLEAN_FUNCTIONS = frozenset({
 # An accumulator's value set back to zero.
 ZERO_FACTORIES = frozenset({"zeros_like", "zeros"})
 ADD_METHOD = "assign_add"
+COMPILE_METHOD = "compile"
+FIT_METHOD = "fit"
 ASSIGN_METHOD = "assign"
 
 SPEC = FrameworkSpec(

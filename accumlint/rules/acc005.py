@@ -38,6 +38,36 @@ def _sized(expr: ast.expr) -> Optional[ast.expr]:
     return None
 
 
+def _chain_methods(expr: Optional[ast.expr]) -> Iterator[ast.Call]:
+    """`ds.shuffle(8).batch(4).repeat()`: the method calls of a chain, outermost first."""
+    while isinstance(expr, ast.Call) and isinstance(expr.func, ast.Attribute):
+        yield expr
+        expr = expr.func.value
+
+
+def _endless_or_counted(source: ast.expr, scope: Scope) -> bool:
+    """A `tf.data` pipeline made endless by `.repeat()` (no count), or cut to a number of steps by
+    `.take(n)`: the epoch has no partial window the code can see (followed through the names it
+    was assigned from)."""
+    pending, seen = [source], 0
+    while pending and seen < 8:
+        expr = pending.pop()
+        seen += 1
+        for call in _chain_methods(expr):
+            method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
+            if method == "repeat" and not call.args and not call.keywords or method == "take":
+                return True
+        root = expr
+        while isinstance(root, ast.Call) and isinstance(root.func, ast.Attribute):
+            root = root.func.value
+        name = dotted(root)
+        if name is None:
+            continue
+        for current in scope.sight():
+            pending.extend(d.value for d in current.definitions(name) if d.kind == "assign" and d.value is not None)
+    return False
+
+
 def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr]]]:
     """(counter, start, sized iterable) when the loop counts the batches of one epoch."""
     node = window.micro_loop.node
@@ -59,6 +89,8 @@ def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr
         return None
     inner = source
     if isinstance(inner, ast.Call) and last_part(dotted(inner.func)) in _ENDLESS:
+        return None
+    if _endless_or_counted(inner, window.micro_loop.scope):
         return None
     if isinstance(inner, ast.Call) and dotted(inner.func) == "range":
         return None
@@ -158,6 +190,16 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
     )
     text = facts.source.segment(modulo) if modulo is not None else None
     step_gates = {id(w.gate) for w in (window, *window.siblings)}  # the AMP and plain paths' own gates
+    # Step bookkeeping in the step block: a counter advanced there (`global_step += 1`) that a test
+    # reads (logging, saving, `max_steps`): an extra step per epoch would shift all of them.
+    advanced = {
+        dotted(n.target) for statement in window.gate.body for n in ast.walk(statement)
+        if isinstance(n, ast.AugAssign) and isinstance(n.op, ast.Add) and dotted(n.target)
+    } - {None}
+    for stmt in window.micro_loop.scope.stmts:
+        node = stmt.node
+        if advanced and window.micro_loop.contains(stmt) and isinstance(node, (ast.If, ast.While)) and names_in(node.test) & advanced:
+            return True
     for stmt in window.micro_loop.scope.stmts:
         if not window.micro_loop.contains(stmt) or id(stmt.node) in step_gates or isinstance(stmt.node, FOR_LOOPS):
             continue

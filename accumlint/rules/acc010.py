@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import ast
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
@@ -122,14 +122,26 @@ def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
         return k_aliases(gas, event.stmt.scope)
     if event.framework == Framework.DEEPSPEED:
         return _accum_names(facts)
+    steps = accumulators.optimizer_window(event, facts.analysed)
+    if steps is not None:  # an optimizer that accumulates and averages by itself (Keras 3)
+        return k_aliases(steps, event.stmt.scope) | _accum_names(facts)
     return None
 
 
+def _who(event) -> str:
+    if event.framework == Framework.ACCELERATE:
+        return "Accelerate's backward"
+    if event.framework == Framework.DEEPSPEED:
+        return "the DeepSpeed engine's backward"
+    return "the optimizer, built with `gradient_accumulation_steps`, which averages the window itself"
+
+
 def _violation(event, facts, k_names, why: str) -> Violation:
-    receiver = event.tensor is getattr(event.call.func, "value", None)
+    receiver = event.call is not None and event.tensor is getattr(event.call.func, "value", None)
     changes = _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
     fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
-    return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", event.call, fix)
+    node = event.call if event.call is not None else event.stmt.node  # a loss function's return
+    return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", node, fix)
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
@@ -144,8 +156,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
                 if not scaling.unknown and scaling.k_divisions >= 1:
                     seen.add(id(event.call))
-                    who = "Accelerate" if event.framework == Framework.ACCELERATE else "the DeepSpeed engine"
-                    yield _violation(event, facts, k_names, f"by hand and again by {who}'s backward")
+                    yield _violation(event, facts, k_names, f"by hand and again by {_who(event)}")
         for window, event in sf.micro_step_backwards():
             if event.tensor is None or id(event.call) in seen or _framework_k(event, facts):
                 continue

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, method_of, names_in
@@ -177,8 +177,11 @@ def _step_runs_every_micro_step(event: Event, loop: Loop) -> bool:
 
 
 def _framework_steps(event: Event, module: "AnalysedModule") -> bool:
-    """A DeepSpeed engine's `step()` applies once per window by itself."""
-    return event.framework == Framework.DEEPSPEED or module.roles.role(event.receiver) == Role.ENGINE
+    """A DeepSpeed engine's `step()`, and an optimizer built to accumulate (Keras 3's
+    `gradient_accumulation_steps`), apply once per window by themselves."""
+    if event.framework == Framework.DEEPSPEED or module.roles.role(event.receiver) == Role.ENGINE:
+        return True
+    return event.kind == STEP and accumulators.optimizer_window(event, module) is not None
 
 
 # --- Accelerate ---------------------------------------------------------------------------------

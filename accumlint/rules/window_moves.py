@@ -75,7 +75,7 @@ def move_into_step_block(
     if unit is None:
         return None
     node, block = unit
-    compound = node is not stmt.node
+    compound = node is not stmt.node or isinstance(node, (ast.For, ast.AsyncFor))  # a `for` over the accumulators
     if already_there:
         removal = remove(src, node, block, compound)
         return (removal,) if removal is not None else None
