@@ -355,3 +355,74 @@ def test_a_schedule_sized_in_init_through_the_config_that_self_holds():
     assert found(SCHEDULE_IN_INIT.format(total="cfg.max_updates * self.c.ga")) == set()
     # divided by something that is not k: the unit is not shown
     assert found(SCHEDULE_IN_INIT.format(total="len(loader) // cfg.world * cfg.epochs")) == set()
+
+
+# --- k from a config module of the project --------------------------------------------------------
+
+CONFIG_MODULE = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/config.py": """
+        import os
+
+        GRAD_ACCUM = {value}
+        FROM_ENV = int(os.environ.get("GRAD_ACCUM", "1"))
+
+
+        class CFG:
+            grad_accum = {value}
+    """,
+    "train.py": """
+        from pkg.config import GRAD_ACCUM, CFG, FROM_ENV
+        import pkg.config as config
+
+
+        def train(model, opt, loader):
+            for i, batch in enumerate(loader):
+                loss = model(batch).mean()
+                loss.backward()
+                if (i + 1) % {k} == 0 or i + 1 == len(loader):
+                    opt.step()
+                    opt.zero_grad()
+        {tail}
+    """,
+}
+
+
+def _config_project(root: Path, value: int, k: str, tail: str = "") -> set[tuple[str, int]]:
+    files = dict(CONFIG_MODULE)
+    files["pkg/config.py"] = CONFIG_MODULE["pkg/config.py"].format(value=value)
+    files["train.py"] = CONFIG_MODULE["train.py"].format(k=k, tail=tail)
+    _write(root, files)
+    result = engine.check_source((root / "train.py").read_bytes(), str(root / "train.py"))
+    assert result.error is None, result.error
+    return {(f.code, f.location.row) for f in result.findings}
+
+
+@pytest.mark.parametrize("k", ["GRAD_ACCUM", "CFG.grad_accum", "config.GRAD_ACCUM", "config.CFG.grad_accum"])
+def test_a_constant_of_one_in_an_imported_config_module_is_no_window(tmp_path, k):
+    assert _config_project(tmp_path, 1, k) == set()
+    assert _config_project(tmp_path, 4, k) == {("ACC001", 8)}
+
+
+def test_an_imported_constant_set_from_outside_or_rebound_here_is_a_window(tmp_path):
+    assert _config_project(tmp_path, 1, "FROM_ENV") == {("ACC001", 8)}
+    tail = "\n\n        def setup(args):\n            config.GRAD_ACCUM = args.accum"
+    assert _config_project(tmp_path, 1, "config.GRAD_ACCUM", tail) == {("ACC001", 8)}
+
+
+def test_k_as_an_attribute_of_a_parameter_gives_both_findings_of_its_gate():
+    # A parameter's attribute (`args.backward_freq`) is a k of unknown value: the undivided loss
+    # and the dropped partial window are both reported on the one gate.
+    source = """
+        def train(args, model, opt, crit, loader):
+            for i, (x, y) in enumerate(loader):
+                loss = crit(model(x), y)
+                loss.backward()
+                if (i + 1) % args.backward_freq == 0:
+                    opt.step()
+                    opt.zero_grad()
+    """
+    assert found(source) == {("ACC001", 5), ("ACC005", 6)}
+    divided = source.replace("crit(model(x), y)", "crit(model(x), y) / args.backward_freq")
+    assert found(divided) == {("ACC005", 6)}

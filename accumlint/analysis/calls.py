@@ -231,6 +231,25 @@ class Resolver:
                 return found
         return None
 
+    # --- constants of other modules -------------------------------------------------------------
+    def imported_constant(self, name: str) -> Optional[set[int]]:
+        """The literals a name imported from a module of the project is bound to there
+        (`GRAD_ACCUM = 1` in config.py, a plain config class's `grad_accum = 1`), when that module
+        fixes it; None when it does not or the name comes from elsewhere."""
+        from accumlint.analysis.windows import k_values
+
+        found = self._local_origin(name)
+        if found is None or self.module.index is None:
+            return None
+        module = analysed(self.module.index, found[0])
+        if module is None or not module.collected.scopes:
+            return None
+        try:
+            expr = ast.parse(found[1], mode="eval").body
+        except SyntaxError:
+            return None
+        return k_values(expr, module.collected.scopes[0])
+
     # --- what a callee returns -----------------------------------------------------------------
     def gate_of(self, call: ast.Call, scope: Scope) -> Optional[ast.expr]:
         """What a helper such as `is_update_step(i, k)` returns, with its parameters replaced by

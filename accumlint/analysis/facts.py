@@ -98,6 +98,6 @@ def analyse(
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
     for scope in collected.scopes:
         scope_events = events[id(scope)]
-        windows = find_windows(scope, scope_events, analysed.resolver.gate_of)
+        windows = find_windows(scope, scope_events, analysed.resolver.gate_of, analysed.resolver.imported_constant)
         facts.scopes.append(ScopeFacts(scope, scope_events, windows))
     return facts

@@ -379,17 +379,41 @@ def _owner_class(owner: str, scope: Scope) -> Optional[ast.ClassDef]:
     return None
 
 
-def k_values(k: ast.expr, scope: Scope, depth: int = 0) -> Optional[set[int]]:
+# The literals a name imported from another module of the project is bound to there.
+ImportedConstants = Callable[[str], Optional[set[int]]]
+
+
+def _rebound_here(name: str, scope: Scope) -> bool:
+    """`config.GRAD_ACCUM = 4` or `CFG.grad_accum = 4` somewhere in this module."""
+    module = _module_node(scope)
+    attr = name.rsplit(".", 1)[-1]
+    return module is None or any(
+        isinstance(node, ast.Attribute) and node.attr == attr and isinstance(node.ctx, (ast.Store, ast.Del))
+        for node in ast.walk(module)
+    )
+
+
+def k_values(
+    k: ast.expr, scope: Scope, depth: int = 0, imported: Optional[ImportedConstants] = None
+) -> Optional[set[int]]:
     """The literals k is bound to when the code fixes it (`K = 1`, `self.k = 1`, `k = K`, a plain
-    config class's `grad_accum = 1`); None when it can be set from outside: a parameter, an
-    argparse flag or any attribute of an object built elsewhere (`args.k = 1` under an `if` is one
-    value of a flag, not all of them), a dataclass field, a call's result."""
+    config class's `grad_accum = 1`, `GRAD_ACCUM = 1` in a config module it imports); None when it
+    can be set from outside: a parameter, an argparse flag or any attribute of an object built
+    elsewhere (`args.k = 1` under an `if` is one value of a flag, not all of them), a dataclass
+    field, a call's result."""
     size = int_value(k)
     if size is not None:
         return {size}
     name = dotted(k)
     if name is None or depth > 4:
         return None
+    head = name.split(".", 1)[0]
+    if imported is not None and not any(sc.definitions(head) for sc in scope.sight()):
+        if "." in name and _rebound_here(name, scope):
+            return None
+        found = imported(name)
+        if found is not None:
+            return found
     owner, _, attr = name.rpartition(".")
     cls = _owner_class(owner, scope) if owner else None
     if cls is not None:
@@ -403,7 +427,7 @@ def k_values(k: ast.expr, scope: Scope, depth: int = 0) -> Optional[set[int]]:
             for definition in definitions:
                 if definition.kind != "assign" or definition.value is None:
                     return None
-                found = k_values(definition.value, definition.stmt.scope, depth + 1)
+                found = k_values(definition.value, definition.stmt.scope, depth + 1, imported)
                 if found is None:
                     return None
                 values |= found
@@ -411,15 +435,20 @@ def k_values(k: ast.expr, scope: Scope, depth: int = 0) -> Optional[set[int]]:
     return None
 
 
-def _bound_to_one(k: ast.expr, scope: Scope) -> bool:
-    """`K = 1`, `self.k = 1`, `CFG.grad_accum = 1` in a plain config class: no accumulation at all.
-    A default that a flag or a caller may change (`default=1`, `k=1`, a dataclass field) is a k of
-    unknown value, still a window."""
-    values = k_values(k, scope)
+def _bound_to_one(k: ast.expr, scope: Scope, imported: Optional[ImportedConstants] = None) -> bool:
+    """`K = 1`, `self.k = 1`, `CFG.grad_accum = 1` in a plain config class (here or in a config
+    module it imports): no accumulation at all. A default that a flag or a caller may change
+    (`default=1`, `k=1`, a dataclass field) is a k of unknown value, still a window."""
+    values = k_values(k, scope, imported=imported)
     return values is not None and all(v <= 1 for v in values)
 
 
-def find_windows(scope: Scope, all_events: list[Event], helpers: Optional[HelperGates] = None) -> list[Window]:
+def find_windows(
+    scope: Scope,
+    all_events: list[Event],
+    helpers: Optional[HelperGates] = None,
+    imported: Optional[ImportedConstants] = None,
+) -> list[Window]:
     """Windows of this scope, one per gate; a loop's windows are kept only when the code clearly
     accumulates: every optimizer step is gated and a backward runs every micro-step."""
     windows: list[Window] = []
@@ -457,7 +486,7 @@ def find_windows(scope: Scope, all_events: list[Event], helpers: Optional[Helper
         ):
             continue  # steps on both branches of one gate: alternating updates, not accumulation
         for window in found:
-            if _bound_to_one(window.k, scope):
+            if _bound_to_one(window.k, scope, imported):
                 continue
             if any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
                 window.k_names = k_aliases(window.k, scope)
