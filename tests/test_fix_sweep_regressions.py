@@ -283,3 +283,97 @@ def test_a_number_returned_by_a_helper_in_another_module(tmp_path):
     path = tmp_path / "train.py"
     assert_no_fix_on(path.read_text(), "tokens_in(batch)", str(path))
     assert findings(path.read_text(), str(path)) == []
+
+
+# --- from the issue-9 sweep (run5): values on `self` that are not this step's graph ------------------
+
+def test_text_logs_extended_in_a_training_step_are_not_graphs():
+    # trl's GOLD trainer: decoded prompt strings gathered across processes for logging.
+    source = src("""
+        class GoldTrainer(Trainer):
+            def training_step(self, model, inputs, n=None):
+                loss = super().training_step(model, inputs, n)
+                prompts, completions = self._buffered_text[self._step % 4]
+                self._logs["prompt"].extend(gather_object(prompts))
+                self._logs["completion"].extend(gather_object(completions))
+                return loss
+    """)
+    assert findings(source) == []
+    assert detach_fixes(source) == []
+
+
+def test_samples_queued_by_a_method_named_for_training_are_not_graphs():
+    # torchtitan's RL batcher: rollout samples (a dataclass) queued for packing; no model, no backward.
+    source = src("""
+        import dataclasses
+
+
+        class Batcher:
+            def add_training_samples(self, *, training_sample_group: TrainingSampleGroup) -> None:
+                if self.strip_metrics:
+                    training_sample_group = dataclasses.replace(training_sample_group, metrics=None)
+                self._groups_for_next_batch.append(training_sample_group)
+    """)
+    assert findings(source) == []
+
+
+def test_a_loss_queued_by_a_training_step_on_self_is_still_reported():
+    source = src("""
+        class Trainer:
+            def train_step(self, batch):
+                loss = self.model(batch).mean()
+                loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+                self._queue.append(loss)
+    """)
+    got = findings(source)
+    assert [(f.code, f.location.row) for f in got] == [("ACC002", 7)]
+    assert detach_fixes(source) == ["        self._queue.append(loss.detach())"]
+
+
+# --- ACC005: the end-of-data clause is safe only when nothing but the step hangs on the gate ----------
+
+HF_LOOP = src("""
+    from torch.utils.data import DataLoader
+    from tqdm import tqdm
+
+
+    def train(args, model, train_dataset, optimizer, scheduler):
+        train_dataloader = DataLoader(train_dataset, batch_size=args.batch_size)
+        global_step = 0
+        for epoch in range(args.epochs):
+            epoch_iterator = tqdm(train_dataloader)
+            for step, batch in enumerate(epoch_iterator):
+                loss = model(**batch)[0] / args.gradient_accumulation_steps
+                loss.backward()
+                if (step + 1) % args.gradient_accumulation_steps == 0:
+                    optimizer.step()
+                    scheduler.step()
+                    model.zero_grad()
+                    global_step += 1
+                    if global_step % args.logging_steps == 0:
+                        log(global_step, loss.item())
+                if args.max_steps > 0 and global_step > args.max_steps:
+                    break
+""")
+
+
+def test_end_clause_is_not_offered_where_step_bookkeeping_shares_the_gate():
+    # LoRA's vendored transformers examples: `global_step` drives logging, saving and max_steps;
+    # one more step per epoch shifts them all (and the schedule sized in len // k): report only.
+    got = findings(HF_LOOP, select=frozenset({"ACC005"}))
+    assert [(f.code, f.location.row) for f in got] == [("ACC005", 13)]
+    assert got[0].fix is None
+
+
+def test_end_clause_stays_safe_when_only_the_step_hangs_on_the_gate():
+    source = HF_LOOP.replace("                global_step += 1\n", "").replace(
+        "                if global_step % args.logging_steps == 0:\n                    log(global_step, loss.item())\n", "")
+    got = findings(source, select=frozenset({"ACC005"}))
+    assert [(f.code, f.location.row) for f in got] == [("ACC005", 13)]
+    assert got[0].fix is not None and got[0].fix.applicability == "safe"
+    fixed = fix_source(source, "case.py", select={"ACC005"}).fixed_source
+    assert fixed is not None
+    assert "if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(epoch_iterator):" in fixed
+    compile(fixed, "case.py", "exec")
