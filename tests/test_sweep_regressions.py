@@ -393,3 +393,40 @@ def test_a_mean_written_by_hand_is_no_division_by_the_window():
     assert codes(MEAN_BY_HAND.format(loss="out.sum() / batch['input_ids'].shape[0]")) == set()
     assert codes(MEAN_BY_HAND.format(loss="out.sum() / num_tokens")) == set()
     assert codes(MEAN_BY_HAND.format(loss="out.sum() / out.shape[0] / args.backward_freq")) == set()
+
+
+TUNER_ON_SELF = """
+class Tuner:
+    def __init__(self):
+        self.p = 0.0
+
+    def tune(self, pred):
+        self.p = min(1.0, max(0.0, self.p + 0.01 * (pred.sign().mean().item() - 0.6)))
+        return self.p
+
+
+class Trainer:
+    def __init__(self, disc, optimizer, augment):
+        self.disc, self.optimizer, self.augment = disc, optimizer, augment
+        self.tuner = None
+        self.tuner = Tuner()
+
+    def train(self, loader):
+        p = 0.0
+        for real in loader:
+            pred = self.disc(self.augment(real, p))
+            loss = (1 - pred).relu().mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+            p = self.tuner.tune(pred)
+"""
+
+
+def test_a_method_of_an_object_held_on_self_is_judged_by_what_it_returns():
+    assert codes(TUNER_ON_SELF) == set()
+    passing = TUNER_ON_SELF.replace("        return self.p\n", "        return pred * self.p\n")
+    assert codes(passing) == {("ACC003", 25)}
+    # Bound to something the analysis cannot see as well: unknown, the call keeps its argument's graph.
+    rebound = TUNER_ON_SELF.replace("        self.tuner = None\n", "        self.tuner = augment.tuner\n")
+    assert codes(rebound) == {("ACC003", 25)}

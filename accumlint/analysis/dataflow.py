@@ -425,15 +425,32 @@ class DataFlow:
         """`tuner.tune(pred)` where `tuner = Tuner(...)` was built from a class of the project: that
         class's method (None when the receiver is anything else)."""
         func = call.func
-        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        if not isinstance(func, ast.Attribute):
             return None
-        base, _ = reaching(func.value.id, at.scope, at.order)
-        if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
+        owner = dotted(func.value)
+        if owner is None:
             return None
-        cls = dotted(base.value.func)
+        if isinstance(func.value, ast.Name):
+            base, _ = reaching(owner, at.scope, at.order)
+            built = [base] if base is not None else []
+        elif owner.startswith("self.") and owner.count(".") == 1 and at.scope.class_node is not None:
+            # `self.tuner.tune(pred)` with `self.tuner = Tuner()` in a method of the class
+            built = [
+                d for scope in self.collected.scopes if scope.class_node is at.scope.class_node
+                for d in scope.definitions(owner)
+            ]
+        else:
+            return None
+        made = [d for d in built if not (isinstance(d.value, ast.Constant) and d.value.value is None)]
+        if not made or any(d.kind != "assign" or not isinstance(d.value, ast.Call) for d in made):
+            return None  # bound to something else than one class's instance somewhere
+        classes = {dotted(d.value.func) for d in made if isinstance(d.value, ast.Call)}
+        if len(classes) != 1:
+            return None
+        cls = classes.pop()
         if cls is None or not _class_like(cls):
             return None
-        return self.resolver.resolve(ast.Call(func=ast.Attribute(value=base.value.func, attr=func.attr), args=[], keywords=[]), at.scope)
+        return self.resolver.resolve(ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=func.attr), args=[], keywords=[]), at.scope)
 
     def _helper_graph(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...] = ()) -> Optional[bool]:
         """What a local helper returns (the element at `index` of a returned tuple): graph-free when
