@@ -132,12 +132,23 @@ def test_a_helper_in_another_module_is_reported_there(tmp_path, monkeypatch):
     assert result.error is None, result.error
     hooks = str(Path("pkg") / "hooks.py")
     found = {(f.filename, f.code, f.location.row): f for f in result.findings}
-    # The scheduler's length is in train.py, where the helper's parameter comes from: not in the
-    # helper's sight, so only scaler.update() (wrong whatever the schedule) is reported.
-    assert set(found) == {(hooks, "ACC008", 3)}
-    finding = found[(hooks, "ACC008", 3)]
-    assert "(called every micro-step from `train`, line 12)" in finding.message
-    assert finding.fix is None
+    # scheduler.step(): its length is read where the loop's call hands the scheduler in (train.py);
+    # scaler.update() every micro-step is wrong whatever the schedule.
+    assert set(found) == {(hooks, "ACC008", 2), (hooks, "ACC008", 3)}
+    schedule = found[(hooks, "ACC008", 2)]
+    assert "its length (`len(loader) // k * epochs`, line 8 of `train.py`) counts optimizer updates" in schedule.message
+    for finding in found.values():
+        assert "(called every micro-step from `train`, line 12)" in finding.message
+        assert finding.fix is None
+
+
+def test_a_helper_handed_a_schedule_sized_in_micro_steps_is_clean(tmp_path, monkeypatch):
+    files = dict(SCHEDULER_PROJECT)
+    files["train.py"] = files["train.py"].replace("len(loader) // k * epochs", "len(loader) * epochs")
+    _write(tmp_path, files)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert {(f.code, f.location.row) for f in result.findings} == {("ACC008", 3)}  # scaler.update() only
 
 
 # --- ACC003: state on `self` carried by a method the loop calls ----------------------------------
@@ -259,7 +270,7 @@ def test_a_finding_in_another_module_keeps_its_file_when_read_from_the_cache(tmp
         return sorted(line.split(": ")[0] for line in output.splitlines() if ": ACC" in line)
 
     first = located()
-    assert first == [f"{Path('pkg') / 'hooks.py'}:3:5"]
+    assert first == [f"{Path('pkg') / 'hooks.py'}:2:5", f"{Path('pkg') / 'hooks.py'}:3:5"]
     assert located() == first  # the cached result names the helper's module, not train.py
 
 
@@ -351,3 +362,73 @@ def test_a_base_class_in_another_module_keeps_the_loss(tmp_path, monkeypatch):
     assert set(found) == {(base, "ACC002", 3)}
     assert "(called every iteration from `train_epoch`, line 10, with `loss`)" in found[(base, "ACC002", 3)].message
     assert found[(base, "ACC002", 3)].fix is None
+
+
+# --- ACC008: a scheduler handed in as a parameter ------------------------------------------------
+
+HANDED_IN = """
+from transformers import get_linear_schedule_with_warmup
+
+
+def train_one_epoch(model, opt, loader, lr_scheduler, accum_iter):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean() / accum_iter
+        loss.backward()
+        lr_scheduler.step()
+        if (i + 1) % accum_iter == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+
+
+def main(args, model, opt, loader):
+    sched = get_linear_schedule_with_warmup(opt, 10, {length})
+    for epoch in range(args.epochs):
+        train_one_epoch({call})
+"""
+
+_POSITIONAL = "model, opt, loader, sched, args.accum_iter"
+_KEYWORDS = "model, opt, loader, lr_scheduler=sched, accum_iter=args.accum_iter"
+
+
+def test_a_scheduler_parameter_is_followed_to_what_its_caller_builds():
+    for call in (_POSITIONAL, _KEYWORDS):
+        source = HANDED_IN.format(length="len(loader) // args.accum_iter * args.epochs", call=call)
+        found = findings(source)
+        assert set(found) == {("ACC008", line_of(source, "lr_scheduler.step()"))}
+        assert "its length (`len(loader) // args.accum_iter * args.epochs`, line 15)" in next(iter(found.values())).message
+    assert findings(HANDED_IN.format(length="len(loader) * args.epochs", call=_POSITIONAL)) == {}
+
+
+def test_callers_handing_in_different_schedulers_leave_the_unit_unknown():
+    source = HANDED_IN.format(length="len(loader) // args.accum_iter * args.epochs", call=_POSITIONAL) + """
+    train_one_epoch(model, opt, loader, make_scheduler(opt), args.accum_iter)
+"""
+    assert findings(source) == {}
+
+
+def test_a_scheduler_given_to_a_trainer_at_construction():
+    source = """
+        from transformers import get_linear_schedule_with_warmup
+
+
+        class Trainer:
+            def __init__(self, model, opt, sched, k):
+                self.model, self.opt, self.sched, self.k = model, opt, sched, k
+
+            def fit(self, loader):
+                for i, batch in enumerate(loader):
+                    loss = self.model(batch).mean() / self.k
+                    loss.backward()
+                    self.sched.step()
+                    if (i + 1) % self.k == 0 or i + 1 == len(loader):
+                        self.opt.step()
+                        self.opt.zero_grad()
+
+
+        def main(args, model, opt, loader):
+            total = len(loader) // args.accum * args.epochs
+            sched = get_linear_schedule_with_warmup(opt, 10, total)
+            Trainer(model, opt, sched, args.accum).fit(loader)
+    """
+    assert set(findings(source)) == {("ACC008", line_of(source, "self.sched.step()"))}
+    assert findings(source.replace("len(loader) // args.accum * args.epochs", "len(loader) * args.epochs")) == {}

@@ -78,13 +78,20 @@ def _constructor(
     the scope it sits in (where the names of its length are bound: `total` in `__init__`)."""
     if depth > 3:
         return None
-    definitions = [
-        d for d in _definitions(name, scope, collected) if d.kind != "param" and not _passes_through(d, name)
-    ]
+    found = [d for d in _definitions(name, scope, collected) if not _passes_through(d, name)]
+    definitions = [d for d in found if d.kind != "param"]
+    if not definitions and found and "." not in name:
+        return _handed_in(name, found[0].stmt.scope, collected, depth)
     if len(definitions) != 1:
         return None
     definition = definitions[0]
     value = definition.value
+    if definition.kind == "unpack" and isinstance(value, ast.Tuple) and len(definition.index) == 1:
+        value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
+        if dotted(value) is None:
+            return None
+    if definition.kind in {"assign", "unpack"} and dotted(value) is not None:  # `self.sched = sched`
+        return _constructor(dotted(value) or "", definition.stmt.scope, collected, depth + 1)
     if not isinstance(value, ast.Call):
         return None
     if definition.kind == "unpack" and last_part(dotted(value.func)) == "prepare" and definition.index:
@@ -98,6 +105,41 @@ def _constructor(
             return _constructor(source, definition.stmt.scope, collected, depth + 1) if source else None
         return value, definition.stmt.scope
     return None
+
+
+def _handed_in(param: str, function: Scope, collected: Collected, depth: int) -> Optional[tuple[ast.Call, Scope]]:
+    """A scheduler that is a parameter (`train_one_epoch(..., lr_scheduler, ...)`): the one its
+    callers in this module build and hand in, when they all hand in the same one."""
+    if param not in function.params:
+        return None
+    index = function.params.index(param)
+    if function.class_node is not None:
+        if function.params[:1] != ["self"] or index == 0:
+            return None
+        index -= 1  # `self` is not written at the call
+        callee = function.class_node.name if function.name == "__init__" else function.name
+    elif function.parent is not None and function.parent.parent is None:
+        callee = function.name
+    else:
+        return None
+    results: dict[int, tuple[ast.Call, Scope]] = {}
+    for caller in collected.scopes:
+        for site in caller.calls:
+            func = dotted(site.call.func)
+            if func is None or last_part(func) != callee:
+                continue
+            if function.class_node is not None and function.name != "__init__" and func != f"self.{callee}":
+                continue
+            args = site.call.args
+            if any(isinstance(arg, ast.Starred) for arg in args[: index + 1]):
+                return None
+            passed = args[index] if index < len(args) else keyword(site.call, param)
+            source = dotted(passed)
+            built = _constructor(source, caller, collected, depth + 1) if source else None
+            if built is None:
+                return None  # one caller hands in something not in sight: unknown
+            results[id(built[0])] = built
+    return next(iter(results.values())) if len(results) == 1 else None
 
 
 class _Units:

@@ -169,6 +169,40 @@ def _prefixed(name: str, prefix: str) -> Optional[str]:
     return name[len(prefix):] if name.startswith(prefix + ".") else None
 
 
+def _handed_in(param: str, function: Scope) -> set[str]:
+    """What the calls of `function` in this module pass for `param`, where it is a name
+    (`Trainer(model, opt, args.accum)` for `__init__(self, model, opt, k)`)."""
+    module = _module_node(function)
+    if module is None or param not in function.params or not isinstance(function.node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return set()
+    index = function.params.index(param)
+    if function.class_node is not None:
+        if function.params[:1] != ["self"] or index == 0:
+            return set()
+        index -= 1
+        callee = function.class_node.name if function.name == "__init__" else f"self.{function.name}"
+    elif function.parent is not None and function.parent.parent is None:
+        callee = function.name
+    else:
+        return set()
+    passed: set[str] = set()
+    for node in ast.walk(module):
+        if not isinstance(node, ast.Call):
+            continue
+        func = dotted(node.func)
+        if func is None or (func != callee and not (function.name == "__init__" and func.endswith("." + callee))):
+            continue
+        if any(isinstance(arg, ast.Starred) for arg in node.args[: index + 1]):
+            continue
+        value = node.args[index] if index < len(node.args) else next(
+            (kw.value for kw in node.keywords if kw.arg == param), None
+        )
+        name = dotted(value)
+        if name is not None:
+            passed.add(name)
+    return passed
+
+
 def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     """The names that stand for k: k itself, what it was assigned from, and what was assigned from
     it, also through an object that holds it (`self.cfg = cfg` makes `self.cfg.k` and `cfg.k` one
@@ -184,6 +218,12 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
             for target, definitions in sc.defs.items():
                 for definition in definitions:
                     value = definition.value
+                    if definition.kind == "param":
+                        held = [known for known in names if known == target or _prefixed(known, target) is not None]
+                        if held:
+                            for passed in _handed_in(target, definition.stmt.scope):
+                                grown.update(passed + known[len(target):] for known in held)
+                        continue
                     if definition.kind == "unpack" and isinstance(value, ast.Tuple) and len(definition.index) == 1:
                         value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
                     elif definition.kind != "assign":

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import Collected
 from accumlint.analysis.events import SCHED, STEP, UPDATE, Event
+from accumlint.analysis.exprs import dotted, keyword
 from accumlint.analysis.reach import reached
 from accumlint.analysis.schedules import UPDATES, Length, schedule_length
 from accumlint.analysis.windows import Window
@@ -64,6 +66,23 @@ def _consequence(event: Event, k_text: str) -> str:
     return "on a micro-step with no step an enabled GradScaler raises \"No inf checks were recorded prior to update\""
 
 
+def _handed_by_loop(found) -> Optional[Event]:
+    """The helper steps a scheduler that is its parameter, and the loop's own call hands it in:
+    the event as if written at that call, on the argument (its constructor is in the loop's sight)."""
+    inner, call = found.event, found.calls[0]
+    helper = inner.stmt.scope
+    if len(found.calls) != 1 or call.call is None or inner.receiver not in helper.params:
+        return None
+    params = helper.params[1:] if helper.class_node is not None and helper.params[:1] == ["self"] else helper.params
+    index = params.index(inner.receiver) if inner.receiver in params else -1
+    args = call.call.args
+    if index < 0 or any(isinstance(arg, ast.Starred) for arg in args[: index + 1]):
+        return None
+    passed = args[index] if index < len(args) else keyword(call.call, inner.receiver)
+    name = dotted(passed)
+    return replace(inner, receiver=name, stmt=call.stmt) if name is not None else None
+
+
 def _in_helpers(facts: ModuleFacts, sf, window: Window, event: Event, seen: set[int]) -> Iterator[Violation]:
     """A scheduler or scaler stepped inside a function called every micro-step: reported at that
     statement, in whichever module it is, with the calls that lead there; no fix (moving the
@@ -79,6 +98,11 @@ def _in_helpers(facts: ModuleFacts, sf, window: Window, event: Event, seen: set[
         sized = ""
         if inner.kind == SCHED:
             sized = _sized_in_updates(facts, _length(facts, inner, window, module.collected), source)
+            handed = _handed_by_loop(found)
+            if not sized and handed is not None:  # `on_micro_step(scheduler)`: built beside the loop
+                sized = _sized_in_updates(facts, _length(facts, handed, window))
+                if sized and module is not facts.analysed and facts.analysed.path is not None:
+                    sized = sized.replace(") counts", f" of `{facts.analysed.path.name}`) counts")
             if not sized:
                 continue
         seen.add(id(inner.stmt))
