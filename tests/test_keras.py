@@ -874,3 +874,191 @@ def test_pytorch_loop_is_unaffected():
     assert_marked(text)
     fixed = fix_source(text, "case.py").fixed_source
     assert fixed is not None and "(loss / accum_steps).backward()" in fixed
+
+
+# --- shapes seen in public Keras/TensorFlow accumulation code (written here in the general pattern) ---
+def test_division_whose_result_is_thrown_away_is_no_scaling():
+    text = src('''
+        import tensorflow as tf
+
+
+        class AccumStep(tf.keras.Model):
+            def __init__(self, k, **kwargs):
+                super().__init__(**kwargs)
+                self.k = tf.constant(k, dtype=tf.int32)
+                self.seen = tf.Variable(0, dtype=tf.int32, trainable=False)
+                self.acc = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable_variables]
+
+            def train_step(self, data):
+                self.seen.assign_add(1)
+                x, y = data
+                with tf.GradientTape() as tape:
+                    loss = self.compiled_loss(y, self(x, training=True))
+                grads = tape.gradient(loss, self.trainable_variables)
+                for i in range(len(self.acc)):
+                    self.acc[i].assign_add(grads[i])
+                tf.cond(tf.equal(self.seen, self.k), self.apply_window, lambda: None)
+                return {"loss": loss}
+
+            def apply_window(self):
+                for i in range(len(self.acc)):
+                    self.acc[i] / tf.cast(self.k, tf.float32)
+                self.optimizer.apply_gradients(zip(self.acc, self.trainable_variables))  # <ACC001
+                self.seen.assign(0)
+                for i in range(len(self.acc)):
+                    self.acc[i].assign(tf.zeros_like(self.acc[i]))
+    ''')
+    assert_marked(text)
+
+
+def test_masked_apply_every_step_with_a_divided_loss_is_clean():
+    """Applying `cast(should_apply) * acc` on every step (a zero update between windows) with the
+    loss divided by k: the accumulators keep the window, not a gate on the step (no ACC012)."""
+    text = src('''
+        import tensorflow as tf
+
+
+        class MaskedAccum(tf.keras.Model):
+            def __init__(self, accum_steps, **kwargs):
+                super().__init__(**kwargs)
+                self.accum_steps = tf.constant(accum_steps, dtype=tf.int32)
+                self.counter = tf.Variable(0, dtype=tf.int32, trainable=False)
+                self.acc = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable_variables]
+
+            def train_step(self, data):
+                self.counter.assign_add(1)
+                x, y = data
+                with tf.GradientTape() as tape:
+                    loss = self.compiled_loss(y, self(x, training=True))
+                    loss = loss / tf.cast(self.accum_steps, tf.float32)
+                grads = tape.gradient(loss, self.trainable_variables)
+                for i in range(len(self.acc)):
+                    self.acc[i].assign_add(grads[i])
+                should_apply = tf.equal(self.counter, self.accum_steps)
+                masked = [tf.cast(should_apply, g.dtype) * g for g in self.acc]
+                self.optimizer.apply_gradients(zip(masked, self.trainable_variables))
+                self.counter.assign(self.counter * tf.cast(tf.logical_not(should_apply), tf.int32))
+                for i in range(len(self.acc)):
+                    self.acc[i].assign_add(-1 * masked[i])
+                return {"loss": loss}
+    ''')
+    assert found(text) == []
+
+
+def test_accumulators_divided_in_place_before_the_apply_are_clean():
+    text = src('''
+        import tensorflow as tf
+
+
+        class Trainer:
+            def __init__(self, model, optimizer, update_every):
+                self.model = model
+                self.optimizer = optimizer
+                self.update_every = update_every
+                self.count = 0
+                self.acc = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+            def step(self, x, y):
+                with tf.GradientTape() as tape:
+                    loss = tf.reduce_mean(tf.square(self.model(x) - y))
+                grads = tape.gradient(loss, self.model.trainable_variables)
+                for a, g in zip(self.acc, grads):
+                    a.assign_add(g)
+                self.count += 1
+                if self.count % self.update_every == 0:
+                    for a in self.acc:
+                        a.assign(a / self.count)
+                    self.optimizer.apply_gradients(zip(self.acc, self.model.trainable_variables))
+                    for a in self.acc:
+                        a.assign(tf.zeros_like(a))
+                    self.count = 0
+    ''')
+    assert found(text) == []
+
+
+def test_loss_divided_by_a_variable_holding_k_is_clean():
+    text = src('''
+        import tensorflow as tf
+
+
+        class Seq2Seq(tf.keras.Model):
+            def __init__(self, n_gradients, **kwargs):
+                super().__init__(**kwargs)
+                self.n_gradients = tf.constant(n_gradients, dtype=tf.int32)
+                self.n_gradients_float = tf.Variable(float(n_gradients), trainable=False)
+                self.step_count = tf.Variable(0, dtype=tf.int32, trainable=False)
+                self.acc = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable_variables]
+
+            def train_step(self, data):
+                self.step_count.assign_add(1)
+                with tf.GradientTape() as tape:
+                    loss = self(data, training=True)[0] / self.n_gradients_float
+                grads = tape.gradient(loss, self.trainable_variables)
+                for i in range(len(self.acc)):
+                    self.acc[i].assign_add(grads[i])
+                tf.cond(tf.equal(self.step_count, self.n_gradients), self.apply_window, lambda: None)
+                return {"loss": loss}
+
+            def apply_window(self):
+                self.optimizer.apply_gradients(zip(self.acc, self.trainable_variables))
+                self.step_count.assign(0)
+                for i in range(len(self.acc)):
+                    self.acc[i].assign(tf.zeros_like(self.acc[i]))
+    ''')
+    assert found(text) == []
+
+
+def test_python_list_accumulation_divided_at_the_apply_is_clean():
+    text = src('''
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        model.build((None, 16))
+        optimizer = tf.keras.optimizers.SGD(0.1)
+        avg_steps = 4
+        mean_grads = [tf.zeros_like(v) for v in model.trainable_variables]
+        count = 0
+        for x, y in tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8).repeat():
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y))
+            grads = tape.gradient(loss, model.trainable_variables)
+            mean_grads = [m + g for m, g in zip(mean_grads, grads)]
+            count += 1
+            if count == avg_steps:
+                optimizer.apply_gradients(zip([g / avg_steps for g in mean_grads], model.trainable_variables))
+                mean_grads = [tf.zeros_like(v) for v in model.trainable_variables]
+                count = 0
+    ''')
+    assert found(text) == []
+
+
+def test_inner_micro_step_loop_over_one_batch_is_clean():
+    """A window of k slices of one batch (`for i in tf.range(k)`), the loss a mean over k times the
+    slice (a divisor that names k inside a keyword argument): no partial window, scaled."""
+    text = src('''
+        import tensorflow as tf
+
+
+        class Trainer:
+            def __init__(self, model, optimizer, gradient_accumulation_steps):
+                self.model = model
+                self.optimizer = optimizer
+                self.gradient_accumulation_steps = gradient_accumulation_steps
+                self.acc = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+            def one_step(self, batch, batch_size):
+                for i in tf.range(self.gradient_accumulation_steps):
+                    part = batch[i * batch_size:(i + 1) * batch_size]
+                    with tf.GradientTape() as tape:
+                        per_example = self.model(part)
+                        loss = tf.nn.compute_average_loss(
+                            per_example, global_batch_size=batch_size * self.gradient_accumulation_steps
+                        )
+                    grads = tape.gradient(loss, self.model.trainable_variables)
+                    for a, g in zip(self.acc, grads):
+                        a.assign_add(g)
+                self.optimizer.apply_gradients(zip(self.acc, self.model.trainable_variables))
+                for a in self.acc:
+                    a.assign(tf.zeros_like(a))
+    ''')
+    assert found(text) == []

@@ -54,6 +54,7 @@ class Accumulator:
     added: list[Added] = field(default_factory=list)
     resets: list[tuple[Stmt, ast.Call]] = field(default_factory=list)  # the statement (a `for` over it, when that is all the loop does)
     applied: list[Applied] = field(default_factory=list)
+    rescaled: bool = False  # `acc.assign(acc / count)`: divided in place before it is applied
 
 
 def _is_zero(value: Optional[ast.expr]) -> bool:
@@ -236,8 +237,13 @@ def find(collected: Collected) -> list[Accumulator]:
             for site in scope.calls:
                 receiver, method = method_of(site.call)
                 if method == keras.ASSIGN_METHOD and receiver is not None and site.stmt.is_statement:
-                    if _collection_of(receiver, site.stmt) == accumulator.name and _is_zero(positional(site.call, 0)):
+                    if _collection_of(receiver, site.stmt) != accumulator.name:
+                        continue
+                    value = positional(site.call, 0)
+                    if _is_zero(value):
                         accumulator.resets.append((_enclosing_for(site.stmt) or site.stmt, site.call))
+                    elif value is not None and _factor(value, site.stmt, None) != SUM:
+                        accumulator.rescaled = True
                 elif _is_apply(site.call):
                     values = _applied_values(site.call)
                     if values is not None and _applies(values, accumulator.name, site.stmt):
@@ -266,12 +272,33 @@ def _applies(values: ast.expr, name: str, stmt: Stmt) -> bool:
 
 def of_module(facts: ModuleFacts) -> list[Accumulator]:
     """The module's accumulators, found once per analysis."""
-    return facts.cached("accumulators", lambda: find(facts.collected))
+    return facts.cached("accumulators", lambda: of_collected(facts.collected))
+
+
+_FOUND: dict[int, tuple[Collected, list[Accumulator]]] = {}
+
+
+def of_collected(collected: Collected) -> list[Accumulator]:
+    """The accumulators of a module, found once per parse."""
+    known = _FOUND.get(id(collected))
+    if known is None or known[0] is not collected:
+        if len(_FOUND) > 256:
+            _FOUND.clear()
+        known = _FOUND[id(collected)] = (collected, find(collected))
+    return known[1]
+
+
+def applies_accumulators(event: Event, module: AnalysedModule) -> bool:
+    """The step applies accumulator variables (or values built from them, such as a masked
+    `cast(should_apply) * acc`): the window is kept by the accumulators, not by a gate on the step."""
+    return event.call is not None and any(
+        applied.call is event.call for accumulator in of_collected(module.collected) for applied in accumulator.applied
+    )
 
 
 def resets(collected: Collected) -> list[tuple[Stmt, ast.Call]]:
     """The statements that set accumulators back to zero (they play zero_grad's part)."""
-    return [reset for accumulator in find(collected) for reset in accumulator.resets]
+    return [reset for accumulator in of_collected(collected) for reset in accumulator.resets]
 
 
 # --- judgments ------------------------------------------------------------------------------
@@ -344,7 +371,17 @@ def _applied_scaling(applied: Applied, name: str, facts: Optional[ModuleFacts]) 
     return UNKNOWN
 
 
-def _gradient_scaling(added: Added, facts: ModuleFacts) -> str:
+def _k_names(accumulator: Accumulator, facts: ModuleFacts) -> set[str]:
+    """Names that may stand for the window size: those in the k the code counts to, and any name
+    that says accumulation (`self.gradient_accumulation_steps`)."""
+    k = window_size(accumulator)
+    names = {n for n in names_in(k) if n not in {"self", "cls"} and n not in facts.collected.imports} if k is not None else set()
+    for scope in facts.collected.scopes:
+        names.update(o.name for o in scope.occurrences if "accum" in last_part(o.name).lower())
+    return names
+
+
+def _gradient_scaling(added: Added, facts: ModuleFacts, k_names: set[str]) -> str:
     """Whether the gradients added were taken of a loss divided by the window (MEAN), of an
     undivided one (SUM), or cannot be told."""
     sources = [(kind, what, stmt) for kind, what, stmt in _trace(added.value, added.stmt) if kind != "name"]
@@ -352,12 +389,12 @@ def _gradient_scaling(added: Added, facts: ModuleFacts) -> str:
         return UNKNOWN
     kind, what, stmt = sources[0]
     if kind == "gradient":
-        return _tape_target_scaling(what, stmt, facts)  # type: ignore[arg-type]
+        return _tape_target_scaling(what, stmt, facts, k_names)  # type: ignore[arg-type]
     if kind == "param" and stmt.scope.name in keras.STEP_METHODS:
         # A patched or overridden `apply_gradients(grads_and_vars)`: its gradients come from the
         # model's train_step, which takes them of the undivided loss unless this file shows otherwise.
         tapes = [site for sf in facts.scopes for site in sf.scope.calls if method_of(site.call)[1] == keras.GRADIENT_METHOD]
-        verdicts = {_tape_target_scaling(site.call, site.stmt, facts) for site in tapes}
+        verdicts = {_tape_target_scaling(site.call, site.stmt, facts, k_names) for site in tapes}
         if not verdicts:  # Keras's own train_step under `fit`, when the file shows one
             fits = facts.calls_named(keras.FIT_METHOD)
             overrides = any(s.name == keras.TRAIN_STEP for s in facts.collected.functions.get(keras.TRAIN_STEP, []))
@@ -366,11 +403,11 @@ def _gradient_scaling(added: Added, facts: ModuleFacts) -> str:
     return UNKNOWN
 
 
-def _tape_target_scaling(call: ast.Call, stmt: Stmt, facts: ModuleFacts) -> str:
+def _tape_target_scaling(call: ast.Call, stmt: Stmt, facts: ModuleFacts, k_names: set[str]) -> str:
     target = positional(call, 0)
     if target is None:
         return UNKNOWN
-    scaling = facts.flow.scaling(target, stmt, set())
+    scaling = facts.flow.scaling(target, stmt, k_names)  # a call handed k may divide by it inside
     if scaling.unknown:
         return UNKNOWN
     return MEAN if scaling.divided else SUM
@@ -379,12 +416,13 @@ def _tape_target_scaling(call: ast.Call, stmt: Stmt, facts: ModuleFacts) -> str:
 def applied_as_sum(accumulator: Accumulator, applied: Applied, facts: ModuleFacts) -> bool:
     """Every gradient added is undivided, nothing divides on the way in, and the apply does not
     divide: the window's sum reaches the optimizer."""
-    if not accumulator.added or _applied_scaling(applied, accumulator.name, facts) != SUM:
+    if not accumulator.added or accumulator.rescaled or _applied_scaling(applied, accumulator.name, facts) != SUM:
         return False
+    k_names = _k_names(accumulator, facts)
     for added in accumulator.added:
         if _factor(added.value, added.stmt, facts) != SUM:
             return False
-        if _gradient_scaling(added, facts) != SUM:
+        if _gradient_scaling(added, facts, k_names) != SUM:
             return False
     return True
 

@@ -181,7 +181,9 @@ def _framework_steps(event: Event, module: "AnalysedModule") -> bool:
     `gradient_accumulation_steps`), apply once per window by themselves."""
     if event.framework == Framework.DEEPSPEED or module.roles.role(event.receiver) == Role.ENGINE:
         return True
-    return event.kind == STEP and accumulators.optimizer_window(event, module) is not None
+    if event.kind != STEP:
+        return False
+    return accumulators.optimizer_window(event, module) is not None or accumulators.applies_accumulators(event, module)
 
 
 # --- Accelerate ---------------------------------------------------------------------------------
