@@ -430,3 +430,36 @@ def test_a_method_of_an_object_held_on_self_is_judged_by_what_it_returns():
     # Bound to something the analysis cannot see as well: unknown, the call keeps its argument's graph.
     rebound = TUNER_ON_SELF.replace("        self.tuner = None\n", "        self.tuner = augment.tuner\n")
     assert codes(rebound) == {("ACC003", 25)}
+
+
+DDP_ON_SELF = """
+import contextlib
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, optimizer, k):
+        self.model = DDP(model)
+        self.optimizer = optimizer
+        self.k = k
+
+    def train(self, loader):
+        for i, (x, y) in enumerate(loader):
+            last = (i + 1) % self.k == 0 or i + 1 == len(loader)
+            {context}loss = self.model(x, y) / self.k
+            {indent}loss.backward()
+            if last:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+
+def test_acc009_on_a_wrapped_model_held_on_self():
+    found = check(DDP_ON_SELF.format(context="", indent=""))
+    assert [(f.code, f.location.row) for f in found] == [("ACC009", 16)]
+    assert "`self.model.no_sync()`" in found[0].message
+    managed = DDP_ON_SELF.format(
+        context="ctx = contextlib.nullcontext() if last else self.model.no_sync()\n            with ctx:\n                ",
+        indent="    ",
+    )
+    assert codes(managed) == set()

@@ -93,19 +93,23 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         if handled:
             continue
         for window in sf.windows:
-            uses_model = any(
-                o.name in ddp and window.micro_loop.contains(o.stmt) for o in sf.scope.occurrences
-            )
+            used = [o.name for o in sf.scope.occurrences if o.name in ddp and window.micro_loop.contains(o.stmt)]
+            used += [  # `self.model(x)`: the wrapped model called, not read as a name
+                dotted(site.call.func) or "" for site in sf.scope.calls
+                if dotted(site.call.func) in ddp and window.micro_loop.contains(site.stmt)
+            ]
+            uses_model = bool(used)
+            model = used[0] if used else "model"
             backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
             if uses_model and backward is not None and backward.call is not None:
                 if foreign is not None:
                     advice = (
                         f"{foreign}'s DistributedDataParallel has no `no_sync()`: switch its all-reduce off on "
-                        f"non-final micro-steps by hand (apex: `model.disable_allreduce()`, and "
-                        f"`model.enable_allreduce()` before the last backward of the window)"
+                        f"non-final micro-steps by hand (apex: `{model}.disable_allreduce()`, and "
+                        f"`{model}.enable_allreduce()` before the last backward of the window)"
                     )
                 else:
-                    advice = "wrap the forward and backward of non-final micro-steps in `model.no_sync()`"
+                    advice = f"wrap the forward and backward of non-final micro-steps in `{model}.no_sync()`"
                 yield Violation(
                     CODE,
                     "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
