@@ -432,3 +432,47 @@ def test_a_scheduler_given_to_a_trainer_at_construction():
     """
     assert set(findings(source)) == {("ACC008", line_of(source, "self.sched.step()"))}
     assert findings(source.replace("len(loader) // args.accum * args.epochs", "len(loader) * args.epochs")) == {}
+
+
+BASE_SCHEDULER_PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/base.py": """
+        class BaseTrainer:
+            def after_backward(self):
+                self.scheduler.step()
+    """,
+    "train.py": """
+        from transformers import get_linear_schedule_with_warmup
+        from pkg.base import BaseTrainer
+
+
+        class Trainer(BaseTrainer):
+            def __init__(self, model, opt, loader, k, epochs):
+                self.model, self.opt, self.k = model, opt, k
+                self.scheduler = get_linear_schedule_with_warmup(opt, 0, {length})
+
+            def train_epoch(self, loader):
+                for i, batch in enumerate(loader):
+                    loss = self.model(batch).mean() / self.k
+                    loss.backward()
+                    self.after_backward()
+                    if (i + 1) % self.k == 0 or i + 1 == len(loader):
+                        self.opt.step()
+                        self.opt.zero_grad()
+    """,
+}
+
+
+def test_a_base_class_steps_the_scheduler_the_subclass_builds(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    base = str(Path("pkg") / "base.py")
+    for length, expected in (("len(loader) // k * epochs", {(base, "ACC008", 3)}), ("len(loader) * epochs", set())):
+        files = dict(BASE_SCHEDULER_PROJECT)
+        files["train.py"] = files["train.py"].format(length=length)
+        _write(tmp_path, files)
+        result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+        assert {(f.filename, f.code, f.location.row) for f in result.findings} == expected
+        for finding in result.findings:
+            assert "(called every micro-step from `train_epoch`, line 14)" in finding.message
+            assert "line 8 of `train.py`" in finding.message

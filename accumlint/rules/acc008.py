@@ -67,11 +67,17 @@ def _consequence(event: Event, k_text: str) -> str:
 
 
 def _handed_by_loop(found) -> Optional[Event]:
-    """The helper steps a scheduler that is its parameter, and the loop's own call hands it in:
-    the event as if written at that call, on the argument (its constructor is in the loop's sight)."""
+    """The helper steps a scheduler that is its parameter, and the loop's own call hands it in, or
+    one on `self` in a method of the loop's own object (a base class in another module): the event
+    as if written at that call, on what the loop knows (its constructor is in the loop's sight)."""
     inner, call = found.event, found.calls[0]
     helper = inner.stmt.scope
-    if len(found.calls) != 1 or call.call is None or inner.receiver not in helper.params:
+    if len(found.calls) != 1 or call.call is None or inner.receiver is None:
+        return None
+    func = call.call.func
+    if inner.receiver.startswith("self.") and isinstance(func, ast.Attribute) and dotted(func.value) == "self":
+        return replace(inner, stmt=call.stmt)  # a base class's method: `self` is the loop's object
+    if inner.receiver not in helper.params:
         return None
     params = helper.params[1:] if helper.class_node is not None and helper.params[:1] == ["self"] else helper.params
     index = params.index(inner.receiver) if inner.receiver in params else -1
