@@ -1062,3 +1062,23 @@ def test_inner_micro_step_loop_over_one_batch_is_clean():
                     a.assign(tf.zeros_like(a))
     ''')
     assert found(text) == []
+
+
+def test_acc010_through_a_loss_scale_wrapper_of_an_accumulating_optimizer():
+    text = src('''
+        import keras
+        import tensorflow as tf
+
+        accum_steps = 4
+        model = keras.Sequential([keras.layers.Dense(1)])
+        inner = keras.optimizers.Adam(1e-3, gradient_accumulation_steps=accum_steps)
+        optimizer = keras.optimizers.LossScaleOptimizer(inner)
+        for x, y in tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_mean(tf.square(model(x) - y)) / accum_steps
+                scaled = optimizer.scale_loss(loss)
+            grads = tape.gradient(scaled, model.trainable_variables)  # <ACC010
+            optimizer.apply(grads, model.trainable_variables)
+    ''')
+    assert_marked(text)
+    assert found(text.replace(" / accum_steps", "").replace("  # <ACC010", "")) == []

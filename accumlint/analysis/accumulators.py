@@ -464,14 +464,25 @@ def window_size(accumulator: Accumulator) -> Optional[ast.expr]:
 
 
 # --- optimizers that accumulate by themselves (Keras 3 `gradient_accumulation_steps`) ----------
-def _accumulation_steps(optimizer: Optional[ast.expr], roles: Roles) -> Optional[ast.expr]:
+def _accumulation_steps(
+    optimizer: Optional[ast.expr], roles: Roles, collected: Optional[Collected] = None, depth: int = 0
+) -> Optional[ast.expr]:
     """k of an optimizer that accumulates by itself: a name built with the keyword, or the
-    construction itself (`keras.optimizers.Adam(1e-3, gradient_accumulation_steps=4)`)."""
-    if optimizer is None:
+    construction itself (`keras.optimizers.Adam(1e-3, gradient_accumulation_steps=4)`), or a
+    loss-scale wrapper of one (`LossScaleOptimizer(inner)`)."""
+    if optimizer is None or depth > 4:
         return None
     name = dotted(optimizer)
     if name is not None:
-        return roles.accumulating_optimizers.get(name)
+        steps = roles.accumulating_optimizers.get(name)
+        if steps is None and collected is not None:  # `optimizer = LossScaleOptimizer(inner)`
+            built = [
+                d.value for scope in collected.scopes for d in scope.definitions(name)
+                if d.kind == "assign" and isinstance(d.value, ast.Call)
+            ]
+            if len(built) == 1 and last_part(dotted(built[0].func)) in frameworks.LOSS_SCALE_WRAPPERS:  # type: ignore[union-attr]
+                return _accumulation_steps(built[0], roles, collected, depth + 1)
+        return steps
     if isinstance(optimizer, ast.Call):
         for word in frameworks.ACCUMULATION_KEYWORDS:
             for kw in optimizer.keywords:
@@ -479,7 +490,7 @@ def _accumulation_steps(optimizer: Optional[ast.expr], roles: Roles) -> Optional
                     return kw.value
         inner = positional(optimizer, 0)  # `LossScaleOptimizer(Adam(..., gradient_accumulation_steps=4))`
         if last_part(dotted(optimizer.func)) in frameworks.LOSS_SCALE_WRAPPERS:
-            return _accumulation_steps(inner, roles)
+            return _accumulation_steps(inner, roles, collected, depth + 1)
     return None
 
 
@@ -507,7 +518,7 @@ def _compiled_steps(collected: Collected, roles: Roles, loss: Optional[str] = No
     for call, _ in compile_calls(collected):
         if loss is not None and dotted(next((kw.value for kw in call.keywords if kw.arg == "loss"), None)) != loss:
             continue
-        steps.append(_accumulation_steps(_compiled_optimizer(call), roles))
+        steps.append(_accumulation_steps(_compiled_optimizer(call), roles, collected))
     return steps[0] if steps and all(s is not None for s in steps) else None
 
 
@@ -517,7 +528,7 @@ def optimizer_window(event: Event, module: AnalysedModule) -> Optional[ast.expr]
     a model `self.optimizer`, or the `compile` a loss function was handed to."""
     roles = module.roles
     if event.kind == STEP:
-        steps = _accumulation_steps(ast.Name(event.receiver) if event.receiver else None, roles)
+        steps = _accumulation_steps(ast.Name(event.receiver) if event.receiver else None, roles, module.collected)
         if steps is None and event.receiver is not None and last_part(event.receiver) == "optimizer":
             steps = _compiled_steps(module.collected, roles)
         return steps
