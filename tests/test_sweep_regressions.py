@@ -463,3 +463,30 @@ def test_acc009_on_a_wrapped_model_held_on_self():
         indent="    ",
     )
     assert codes(managed) == set()
+
+
+WHOLE_SEQUENCE = """
+def train(model, opt, loader, crit):
+    {init_once}for x, y in loader:
+        {init_per_batch}for t in range(x.size(1)):
+            out, h = model(x[:, t], h)
+            loss = crit(out, y[:, t])
+            loss.backward(retain_graph=True)
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+def test_per_step_backward_through_one_whole_sequence_keeps_its_state_on_purpose():
+    per_batch = WHOLE_SEQUENCE.format(init_once="", init_per_batch="h = model.init_hidden(x.size(0))\n        ")
+    assert "ACC003" not in {code for code, _ in codes(per_batch)}
+    # Made once before the data loop: the chain of graphs grows with every batch.
+    once = WHOLE_SEQUENCE.format(init_once="h = model.init_hidden(8)\n    ", init_per_batch="")
+    assert ("ACC003", _row(once, "out, h = model(")) in codes(once)
+    # Without retain_graph the next step's backward cannot pass through the state: detach it.
+    plain = per_batch.replace("loss.backward(retain_graph=True)", "loss.backward()")
+    assert ("ACC003", _row(plain, "out, h = model(")) in codes(plain)
+
+
+def _row(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(textwrap.dedent(source).splitlines(), 1) if text in line)

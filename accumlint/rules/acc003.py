@@ -13,7 +13,7 @@ from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.exprs import dotted, last_part
+from accumlint.analysis.exprs import dotted, is_true, keyword, last_part
 from accumlint.analysis.lifetimes import own_attribute
 from accumlint.analysis.values import number_state
 from accumlint.model import Fix, Origin, Violation
@@ -44,10 +44,24 @@ class _Span:
     contains: Callable[[Stmt], bool]
     first_order: int
     method: Optional[str] = None  # the method's name when the span is a method body
+    outer: Optional[Loop] = None  # the loop around this one
 
 
 def _loop_span(loop: Loop) -> _Span:
-    return _Span(loop.contains, loop.first_order)
+    return _Span(loop.contains, loop.first_order, outer=loop.parent)
+
+
+def _whole_sequence(name: str, loop: _Span, scope: Scope, events) -> bool:
+    """Full backpropagation through one sequence on purpose: every backward in the loop keeps its
+    graph (`retain_graph=True`) for the next one, which reaches it through the state, and the
+    state is made anew by the enclosing loop before this one starts (so the chain ends with it)."""
+    if loop.outer is None:
+        return False
+    backwards = [e for e in events if e.kind == BACKWARD and loop.contains(e.stmt)]
+    if not backwards or not all(e.call is not None and is_true(keyword(e.call, "retain_graph")) for e in backwards):
+        return False
+    entering = [d for d in scope.definitions(name) if d.order < loop.first_order]
+    return bool(entering) and loop.outer.contains(entering[-1].stmt) and entering[-1].kind in {"assign", "unpack"}
 
 
 def _method_span(scope: Scope) -> Optional[_Span]:
@@ -97,6 +111,8 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
             continue  # in-place detach_, loop targets, augmented updates: not a carried model state
         if _enclosing_batch(name, loop.first_order, scope):
             continue  # the batch of an enclosing loop over the data, reworked step by step: data
+        if _whole_sequence(name, loop, scope, events):
+            continue  # per-step losses backpropagated through the whole sequence, graph kept on purpose
         # What reaches the next iteration: the assignments after the last backward when there
         # are any (`inp = out` after backward), else all of them.
         after = [d for d in inside if d.order > last_backward]
