@@ -426,3 +426,33 @@ def test_k_as_an_attribute_of_a_parameter_gives_both_findings_of_its_gate():
     assert found(source) == {("ACC001", 5), ("ACC005", 6)}
     divided = source.replace("crit(model(x), y)", "crit(model(x), y) / args.backward_freq")
     assert found(divided) == {("ACC005", 6)}
+
+
+# --- the end clause of a gate ---------------------------------------------------------------------
+
+SHORT_EPOCH = """
+def train(model, optimizer, loader, k, epochs):
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            loss = (model(x) - y).pow(2).mean() / k
+            loss.backward()
+            if (step + 1) % k == 0 or {clause}:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("clause", ["(len(loader) <= k and step + 1 == len(loader))",
+                                    "(k > len(loader) and step + 1 == len(loader))"])
+def test_an_end_clause_for_epochs_shorter_than_a_window_still_drops_the_partial_window(clause):
+    result = engine.check_source(textwrap.dedent(SHORT_EPOCH.format(clause=clause)), "t.py")
+    assert [(f.code, f.location.row) for f in result.findings] == [("ACC005", 7)]
+    finding = result.findings[0]
+    assert "fires only when an epoch is shorter than one window" in finding.message
+    assert finding.fix is None  # the gate is more than its `% k` test: report only
+
+
+def test_a_plain_end_clause_flushes_every_epoch():
+    assert found(SHORT_EPOCH.format(clause="step + 1 == len(loader)")) == set()
+    # a length compared with something else than k is no short-epoch test: taken as an end clause
+    assert found(SHORT_EPOCH.format(clause="(len(loader) <= 4 and step + 1 == len(loader))")) == set()

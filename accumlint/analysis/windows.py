@@ -21,6 +21,8 @@ class GateTest:
     positive: bool  # True: the test holds at the window's end
     end_clause: bool  # `or i + 1 == len(loader)`: it also fires when the data ends
     flag: Optional[str] = None  # the test was computed earlier into this name
+    # `or (len(loader) <= k and i + 1 == len(loader))`: it flushes only epochs shorter than one window
+    short_epoch_clause: Optional[ast.expr] = None
 
 
 @dataclass(eq=False, repr=False)
@@ -105,6 +107,24 @@ def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
     return None
 
 
+def _shorter_than_a_window(clause: ast.expr, k: ast.expr) -> bool:
+    """`len(loader) <= k and i + 1 == len(loader)` (HF's legacy scripts): an end-of-data test that
+    holds only when the whole epoch is shorter than one window."""
+    if not (isinstance(clause, ast.BoolOp) and isinstance(clause.op, ast.And)):
+        return False
+    k_text = ast.dump(k)
+    for value in clause.values:
+        if isinstance(value, ast.Compare) and len(value.ops) == 1:
+            left, right, op = value.left, value.comparators[0], value.ops[0]
+            if isinstance(op, (ast.GtE, ast.Gt)):
+                left, right = right, left
+            elif not isinstance(op, (ast.LtE, ast.Lt)):
+                continue
+            if isinstance(left, ast.Call) and dotted(left.func) == "len" and ast.dump(right) == k_text:
+                return True
+    return False
+
+
 def _flag_value(name: str, scope: Scope, before: int) -> Optional[ast.expr]:
     reaching = [d for d in scope.definitions(name) if d.kind == "assign" and d.order < before]
     return reaching[-1].value if reaching else None
@@ -128,7 +148,12 @@ def parse_gate(
             return None
         gate = gates[0]
         if isinstance(test.op, ast.Or):
-            return replace(gate, end_clause=True) if gate.positive else None
+            if not gate.positive:
+                return None
+            others = [value for value, parsed_gate in zip(test.values, parsed) if parsed_gate is None]
+            if others and all(_shorter_than_a_window(value, gate.k) for value in others):
+                return replace(gate, short_epoch_clause=others[0])
+            return replace(gate, end_clause=True)
         # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
         return gate if gate.positive else replace(gate, end_clause=True)
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):

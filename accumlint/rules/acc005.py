@@ -234,8 +234,10 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if gate is None:
                 continue
             off_by_one = _off_by_one(window, start)
+            short = window.test.short_epoch_clause
             if (
-                window.form == "gate" and window.test.flag is None and sized is not None
+                short is None  # the gate is more than its `% k` test: report only
+                and window.form == "gate" and window.test.flag is None and sized is not None
                 and has_len(sized, sf.scope, facts.collected) and not _gated_elsewhere(window, facts)
             ):
                 sized_text = facts.source.segment(sized)
@@ -261,6 +263,12 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 message = (
                     f"the step is gated on `% {k_text}` with no `or self.trainer.is_last_batch`: the last "
                     f"len % {k_text} batches of each epoch never reach optimizer.step()"
+                )
+            elif short is not None:
+                message = (
+                    f"the step is gated on `% {k_text}` and its end-of-data clause `{facts.source.segment(short)}` "
+                    f"fires only when an epoch is shorter than one window: for longer epochs the last "
+                    f"len % {k_text} batches never reach optimizer.step() in their epoch{_leftover(window, sf.events)}"
                 )
             else:
                 message = (
