@@ -377,3 +377,42 @@ def test_end_clause_stays_safe_when_only_the_step_hangs_on_the_gate():
     assert fixed is not None
     assert "if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(epoch_iterator):" in fixed
     compile(fixed, "case.py", "exec")
+
+
+# --- ACC010: removing the hand division must not leave code that undoes it --------------------------
+
+ENGINE_LOOP = src("""
+    import deepspeed
+
+
+    def train(args, net, train_set, criterion, ds_config):
+        gas = ds_config["gradient_accumulation_steps"]
+        model_engine, optimizer, train_loader, _ = deepspeed.initialize(
+            args=args, model=net, model_parameters=net.parameters(), training_data=train_set, config=ds_config
+        )
+        for step, (x, y) in enumerate(train_loader):
+            loss = criterion(model_engine(x), y)
+            loss = loss / gas
+            model_engine.backward(loss)
+            loss_item = loss.item() * gas
+            model_engine.step()
+            print(loss_item)
+""")
+
+
+def test_hand_division_undone_for_logging_gets_no_removal_fix():
+    # DeepSpeedExamples' BingBertSquad: `loss_item = loss.item() * k` after the engine's backward;
+    # removing the division would log k times the loss.
+    got = findings(ENGINE_LOOP, select=frozenset({"ACC010"}))
+    assert [(f.code, f.location.row) for f in got] == [("ACC010", 12)]
+    assert got[0].fix is None
+
+
+def test_hand_division_alone_keeps_its_unsafe_removal_fix():
+    source = ENGINE_LOOP.replace("loss_item = loss.item() * gas", "loss_item = loss.item()")
+    got = findings(source, select=frozenset({"ACC010"}))
+    assert [(f.code, f.location.row) for f in got] == [("ACC010", 12)]
+    assert got[0].fix is not None and got[0].fix.applicability == "unsafe"
+    fixed = fix_source(source, "case.py", select={"ACC010"}, unsafe_fixes=True).fixed_source
+    assert fixed is not None and "loss = loss / gas" not in fixed
+    compile(fixed, "case.py", "exec")

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts, accumulators
-from accumlint.analysis.collect import Stmt
+from accumlint.analysis.collect import FOR_LOOPS, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions, names_in
@@ -136,9 +136,24 @@ def _who(event) -> str:
     return "the optimizer, built with `gradient_accumulation_steps`, which averages the window itself"
 
 
+def _multiplied_back(event, k_names) -> bool:
+    """`loss_item = loss.item() * k` after the division: the code undoes it for logging, and
+    removing the division would log k times the loss."""
+    name = dotted(event.tensor)
+    if name is None:
+        return False
+    for stmt in event.stmt.scope.stmts:
+        for node in ast.walk(stmt.node) if stmt.is_statement and not isinstance(stmt.node, FOR_LOOPS + (ast.If, ast.While)) else ():
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult):
+                for side, other in ((node.left, node.right), (node.right, node.left)):
+                    if mentions(other, k_names) and name in names_in(side):
+                        return True
+    return False
+
+
 def _violation(event, facts, k_names, why: str) -> Violation:
     receiver = event.call is not None and event.tensor is getattr(event.call.func, "value", None)
-    changes = _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
+    changes = None if _multiplied_back(event, k_names) else _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
     fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
     node = event.call if event.call is not None else event.stmt.node  # a loss function's return
     return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", node, fix)
