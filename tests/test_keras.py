@@ -1082,3 +1082,64 @@ def test_acc010_through_a_loss_scale_wrapper_of_an_accumulating_optimizer():
     ''')
     assert_marked(text)
     assert found(text.replace(" / accum_steps", "").replace("  # <ACC010", "")) == []
+
+
+PYTHON_LIST_SUM = '''
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = tf.keras.optimizers.SGD(0.1)
+avg_steps = 4
+summed = [tf.zeros_like(v) for v in model.trainable_variables]
+for step, (x, y) in enumerate(tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8).repeat()):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x) - y))
+    grads = tape.gradient(loss, model.trainable_variables)
+    summed = [s + g for s, g in zip(summed, grads)]
+    if (step + 1) % avg_steps == 0:
+        optimizer.apply_gradients(zip(summed, model.trainable_variables))  # <ACC001
+        summed = [tf.zeros_like(v) for v in model.trainable_variables]
+'''
+
+
+def test_python_list_accumulation_applied_as_sum():
+    text = src(PYTHON_LIST_SUM)
+    assert_marked(text)
+    result = fix_source(text, "case.py")
+    assert result.fixed_source is not None
+    assert "zip([g / tf.cast(avg_steps, g.dtype) for g in summed], model.trainable_variables)" in result.fixed_source
+    assert found(result.fixed_source) == []
+
+
+def test_python_list_reset_every_step():
+    text = src(PYTHON_LIST_SUM).replace("  # <ACC001", "").replace(
+        "    with tf.GradientTape() as tape:\n",
+        "    summed = [tf.zeros_like(v) for v in model.trainable_variables]  # <ACC007\n    with tf.GradientTape() as tape:\n",
+    ).replace("s + g for", "s + g / avg_steps for")
+    assert_marked(text)
+
+
+def test_python_list_divided_as_it_is_added_is_clean():
+    text = src(PYTHON_LIST_SUM).replace("  # <ACC001", "").replace("s + g for", "s + g / avg_steps for")
+    assert found(text) == []
+
+
+def test_python_list_sum_of_other_lists_is_no_accumulator():
+    """`total = [a + b for a, b in zip(left, right)]`: two other lists added, nothing accumulates."""
+    text = src('''
+        import tensorflow as tf
+
+        model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+        optimizer = tf.keras.optimizers.SGD(0.1)
+        for x, y in tf.data.Dataset.from_tensor_slices((tf.random.normal((64, 16)), tf.random.normal((64, 1)))).batch(8):
+            with tf.GradientTape(persistent=True) as tape:
+                out = model(x)
+                main = tf.reduce_mean(tf.square(out - y))
+                aux = tf.reduce_mean(tf.abs(out))
+            main_grads = tape.gradient(main, model.trainable_variables)
+            aux_grads = tape.gradient(aux, model.trainable_variables)
+            total = [a + b for a, b in zip(main_grads, aux_grads)]
+            optimizer.apply_gradients(zip(total, model.trainable_variables))
+    ''')
+    assert found(text) == []

@@ -32,9 +32,10 @@ _DIVIDING_FUNCTIONS = frozenset({"divide", "truediv", "div", "divide_no_nan"})
 class Added:
     """`acc[i].assign_add(value)`: one gradient added into the collection."""
 
-    call: ast.Call
+    call: Optional[ast.Call]
     value: ast.expr
     stmt: Stmt
+    source: Optional[ast.expr] = None  # where the gradients come from, when not `value` itself
 
 
 @dataclass(eq=False, repr=False)
@@ -232,8 +233,22 @@ def find(collected: Collected) -> list[Accumulator]:
             key = (id(unit[0]) if not name.startswith("self.") else id(unit[0].class_node), name)
             accumulator = found.setdefault(key, Accumulator(name, unit))
             accumulator.added.append(Added(site.call, value, site.stmt))
+    for scope in collected.scopes:
+        for name, definitions in scope.defs.items():
+            for definition in definitions:
+                added = _list_addition(name, definition)
+                if added is not None:
+                    unit = _unit(scope, name)
+                    key = (id(unit[0]) if not name.startswith("self.") else id(unit[0].class_node), name)
+                    found.setdefault(key, Accumulator(name, unit)).added.append(added)
     for accumulator in found.values():
         for scope in accumulator.scopes:
+            for definition in scope.definitions(accumulator.name):
+                value = definition.value
+                if definition.kind == "assign" and isinstance(value, ast.ListComp) and definition.stmt.is_statement:
+                    if isinstance(value.elt, ast.Call) and _is_zero(value.elt):  # `acc = [tf.zeros_like(v) for v in vs]`
+                        if definition.stmt.loops:
+                            accumulator.resets.append((definition.stmt, value.elt))
             for site in scope.calls:
                 receiver, method = method_of(site.call)
                 if method == keras.ASSIGN_METHOD and receiver is not None and site.stmt.is_statement:
@@ -249,6 +264,35 @@ def find(collected: Collected) -> list[Accumulator]:
                     if values is not None and _applies(values, accumulator.name, site.stmt):
                         accumulator.applied.append(Applied(site.call, values, site.stmt))
     return list(found.values())
+
+
+def _list_addition(name: str, definition: Definition) -> Optional[Added]:
+    """`acc = [a + g for a, g in zip(acc, grads)]`: a Python list of tensors that adds the
+    gradients to itself, element by element."""
+    value = definition.value
+    if definition.kind != "assign" or not isinstance(value, ast.ListComp) or len(value.generators) != 1:
+        return None
+    generator = value.generators[0]
+    iterable, target, element = generator.iter, generator.target, value.elt
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "zip" and len(iterable.args) == 2):
+        return None
+    if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(t, ast.Name) for t in target.elts)):
+        return None
+    if not (isinstance(element, ast.BinOp) and isinstance(element.op, ast.Add)) or generator.ifs:
+        return None
+    own = [i for i, arg in enumerate(iterable.args) if dotted(arg) == name]
+    if len(own) != 1:
+        return None
+    mine = target.elts[own[0]].id  # type: ignore[attr-defined]
+    theirs = target.elts[1 - own[0]].id  # type: ignore[attr-defined]
+    gradients = iterable.args[1 - own[0]]
+    operands = [element.left, element.right]
+    if sum(1 for o in operands if isinstance(o, ast.Name) and o.id == mine) != 1:
+        return None
+    added = next(o for o in operands if not (isinstance(o, ast.Name) and o.id == mine))
+    if theirs not in names_in(added) or not _gradient_like(gradients, definition.stmt):
+        return None
+    return Added(None, added, definition.stmt, gradients)
 
 
 def _gradient_like(value: ast.expr, stmt: Stmt) -> bool:
@@ -384,7 +428,8 @@ def _k_names(accumulator: Accumulator, facts: ModuleFacts) -> set[str]:
 def _gradient_scaling(added: Added, facts: ModuleFacts, k_names: set[str]) -> str:
     """Whether the gradients added were taken of a loss divided by the window (MEAN), of an
     undivided one (SUM), or cannot be told."""
-    sources = [(kind, what, stmt) for kind, what, stmt in _trace(added.value, added.stmt) if kind != "name"]
+    traced = added.source if added.source is not None else added.value
+    sources = [(kind, what, stmt) for kind, what, stmt in _trace(traced, added.stmt) if kind != "name"]
     if len(sources) != 1:
         return UNKNOWN
     kind, what, stmt = sources[0]
