@@ -456,3 +456,13 @@ def test_a_plain_end_clause_flushes_every_epoch():
     assert found(SHORT_EPOCH.format(clause="step + 1 == len(loader)")) == set()
     # a length compared with something else than k is no short-epoch test: taken as an end clause
     assert found(SHORT_EPOCH.format(clause="(len(loader) <= 4 and step + 1 == len(loader))")) == set()
+
+
+def test_an_object_built_with_a_literal_one_holds_no_window():
+    source = ACCELERATOR.format(divide="").replace("gradient_accumulation_steps=args.gas", "gradient_accumulation_steps=1")
+    assert found(source) == set()
+    assert found(source.replace("gradient_accumulation_steps=1", "gradient_accumulation_steps=4")) == {("ACC001", 9)}
+    rebound = source.replace(
+        "    for i, batch", "    accelerator.gradient_accumulation_steps = args.gas\n    for i, batch"
+    )
+    assert found(rebound) == {("ACC001", 10)}

@@ -458,6 +458,18 @@ def _rebound_here(name: str, scope: Scope) -> bool:
     )
 
 
+def _built_with(owner: str, attr: str, scope: Scope) -> Optional[ast.expr]:
+    """The keyword `attr` that the one object bound to `owner` was built with."""
+    for current in scope.sight():
+        definitions = current.definitions(owner)
+        if definitions:
+            value = definitions[0].value
+            if len(definitions) == 1 and definitions[0].kind == "assign" and isinstance(value, ast.Call):
+                return next((kw.value for kw in value.keywords if kw.arg == attr), None)
+            return None
+    return None
+
+
 def k_values(
     k: ast.expr, scope: Scope, depth: int = 0, imported: Optional[ImportedConstants] = None
 ) -> Optional[set[int]]:
@@ -483,6 +495,9 @@ def k_values(
     cls = _owner_class(owner, scope) if owner else None
     if cls is not None:
         return _class_constant(cls, attr, scope)
+    given = _built_with(owner, attr, scope) if owner else None
+    if given is not None:  # `accelerator = Accelerator(gradient_accumulation_steps=1)`
+        return None if _rebound_here(name, scope) else k_values(given, scope, depth + 1, imported)
     if owner and owner.split(".", 1)[0] not in {"self", "cls"} or owner.count("."):
         return None  # `args.k`, `cfg.train.k`, `self.cfg.k`: the object comes from outside
     for current in scope.sight():
