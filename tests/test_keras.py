@@ -1143,3 +1143,17 @@ def test_python_list_sum_of_other_lists_is_no_accumulator():
             optimizer.apply_gradients(zip(total, model.trainable_variables))
     ''')
     assert found(text) == []
+
+
+def test_acc011_wrapper_built_inside_the_call():
+    text = src('''
+        import tensorflow as tf
+        from accumulation import GradientAccumulateOptimizer
+
+        inner = tf.keras.optimizers.Adam(1e-3)
+        optimizer = GradientAccumulateOptimizer(tf.keras.mixed_precision.LossScaleOptimizer(inner), accum_steps=4)  # <ACC011
+        plain = GradientAccumulateOptimizer(inner, accum_steps=4)
+    ''')
+    assert_marked(text)
+    message = check_source(text, "case.py").findings[0].message
+    assert "built in this call" in message and "GradientAccumulateOptimizer" in message

@@ -29,17 +29,17 @@ _WHAT_TO_DO = (
 
 
 def _wrapper_definition(definition: Definition) -> bool:
-    value = definition.value
-    return (
-        definition.kind == "assign" and isinstance(value, ast.Call)
-        and last_part(dotted(value.func)) in frameworks.LOSS_SCALE_WRAPPERS
-    )
+    return definition.kind == "assign" and _wrapper_call(definition.value)
 
 
 def _unconditional(definition: Definition, at: Stmt) -> bool:
     """The definition runs whenever `at` does (its enclosing compound statements are `at`'s)."""
     own = {id(node): branch for node, branch in at.path}
     return all(own.get(id(node)) == branch for node, branch in definition.stmt.path)
+
+
+def _wrapper_call(value: Optional[ast.expr]) -> bool:
+    return isinstance(value, ast.Call) and last_part(dotted(value.func)) in frameworks.LOSS_SCALE_WRAPPERS
 
 
 def _may_be_wrapper(name: str, at: Stmt) -> Optional[Definition]:
@@ -94,8 +94,21 @@ def _accumulating_classes(facts: ModuleFacts) -> set[str]:
     )
 
 
-def _where(definition: Definition) -> str:
+def _where(definition: Optional[Definition]) -> str:
+    if definition is None:
+        return "built in this call"
     return f"built on line {getattr(definition.stmt.node, 'lineno', '?')}"
+
+
+def _wrapper_argument(argument: Optional[ast.expr], at: Stmt) -> Optional[tuple[str, Optional[Definition]]]:
+    """An argument that is (or may be) a loss-scale wrapper: a name bound to one, or the construction itself."""
+    if argument is None:
+        return None
+    if _wrapper_call(argument):
+        return "LossScaleOptimizer(...)", None
+    name = dotted(argument)
+    wrapper = _may_be_wrapper(name, at) if name else None
+    return (name, wrapper) if name and wrapper is not None else None
 
 
 def _patches(facts: ModuleFacts) -> Iterator[Violation]:
@@ -125,8 +138,8 @@ def _hand_offs(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for site in sf.scope.calls:
             call = site.call
-            names = [dotted(a) for a in (*call.args, *(kw.value for kw in call.keywords))]
-            candidates = [(n, w) for n in names if n for w in [_may_be_wrapper(n, site.stmt)] if w is not None]
+            arguments = [_wrapper_argument(a, site.stmt) for a in (*call.args, *(kw.value for kw in call.keywords))]
+            candidates = [c for c in arguments if c is not None]
             if not candidates:
                 continue
             callee = resolver.resolve(call, sf.scope)
@@ -134,10 +147,9 @@ def _hand_offs(facts: ModuleFacts) -> Iterator[Violation]:
             if callee is not None:
                 method = isinstance(call.func, ast.Attribute) and callee.scope.class_node is not None
                 for param in _patched_params(callee.scope):
-                    argument = _argument_for(call, callee.scope, param, method)
-                    name = dotted(argument) if argument is not None else None
-                    wrapper = _may_be_wrapper(name, site.stmt) if name else None
-                    if wrapper is not None:
+                    found = _wrapper_argument(_argument_for(call, callee.scope, param, method), site.stmt)
+                    if found is not None:
+                        name, wrapper = found
                         reported = True
                         yield Violation(
                             CODE,
