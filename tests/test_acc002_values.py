@@ -766,3 +766,43 @@ def test_meter_in_another_module_kept_by_an_evaluation_pass(tmp_path):
         "self.targets.append(target)", "self.targets.append(target.detach())"))
     original = fixed.replace("    with torch.no_grad():\n", "").replace("\n        ", "\n    ")
     assert found(original, str(path)) == []
+
+
+# --- an output on the way to the loss, from a module the names do not reveal --------------------------
+
+OUTPUT_KEPT = _src("""
+    def train(trunk, head_loss, loader, optimizer):
+        features = []
+        for x, y in loader:
+            feat = trunk(x)
+            loss = head_loss(feat, y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            features.append(feat)  # <ACC002
+        print(len(features))
+""")
+
+
+def test_an_output_the_loss_is_computed_from_is_kept():
+    findings = assert_reported(OUTPUT_KEPT)
+    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"  # a tuple is possible
+    assert_fix(OUTPUT_KEPT, {"features.append(feat)  # <ACC002": "features.append(feat.detach())  # <ACC002"}, unsafe=True)
+
+
+def test_a_count_made_from_the_same_batch_is_not_kept():
+    assert_clean(OUTPUT_KEPT.replace("features.append(feat)  # <ACC002", "features.append(count_rows(x))"))
+
+
+def test_trainer_keeping_an_unnamed_module_output_on_self():
+    source = _src("""
+        class Trainer:
+            def train_step(self, x, y):
+                feat = self.trunk(x)
+                loss = self.head_loss(feat, y)
+                loss.backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+                self.features.append(feat)  # <ACC002
+    """)
+    assert_reported(source)

@@ -226,6 +226,44 @@ def _forward_call(call: ast.Call, models: set[str]) -> bool:
     return any(hint in (method or "").lower() for hint in _FORWARD_HINTS)
 
 
+def _value_names(value: ast.expr) -> Iterator[ast.expr]:
+    """The names and attribute chains the value is made of, read directly (`pred`, `out.logits`,
+    the receiver of `pred.float()`), not those handed as arguments to a call (`count(batch)`)."""
+    pending: list[ast.AST] = [value]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
+            yield node  # type: ignore[misc]
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Attribute):
+                pending.append(node.func.value)
+        elif isinstance(node, ast.Subscript):
+            pending.append(node.value)
+        elif isinstance(node, (ast.BinOp, ast.UnaryOp, ast.IfExp, ast.NamedExpr, ast.Attribute)):
+            pending.extend(ast.iter_child_nodes(node))
+
+
+def _output_on_the_way(facts: ModuleFacts, value: ast.expr, stmt: Stmt) -> bool:
+    """The value is (made of) an output on the way to this scope's backward: a name the loss is
+    computed from, bound in the function by a call (`pred = self.backbone(x)`; `loss = crit(pred, y)`),
+    that the code does not show to be a number."""
+    scope = stmt.scope
+    sf = next((f for f in facts.scopes if f.scope is scope), None)
+    if sf is None:
+        return False
+    ancestry = backward_ancestry(scope, sf.events)
+    kinds = ValueKinds(facts.flow)
+    for node in _value_names(value):
+        name = dotted(node) or ""
+        if name not in ancestry:
+            continue
+        definitions = [d for d in scope.definitions(name) if d.order < stmt.order]
+        if definitions and definitions[-1].kind in {"assign", "unpack"} and isinstance(definitions[-1].value, ast.Call) \
+                and kinds.of(node, stmt) != NUMBER:
+            return True
+    return False
+
+
 def _from_forward(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
     """The value is computed from this step's forward pass or loss (not from the batch alone, a
     run option or a counter): it reads the tensor handed to backward, or a model or loss call
@@ -233,6 +271,8 @@ def _from_forward(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: s
     scope = stmt.scope
     derived = _derived_names(scope, value, stmt)
     if derived & backwarded:
+        return True
+    if _output_on_the_way(facts, value, stmt):
         return True
     models = facts.cached("acc002_models", lambda: lifetimes.model_objects(facts))
     values = [value] + [
