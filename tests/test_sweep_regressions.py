@@ -490,3 +490,19 @@ def test_per_step_backward_through_one_whole_sequence_keeps_its_state_on_purpose
 
 def _row(source: str, text: str) -> int:
     return next(i for i, line in enumerate(textwrap.dedent(source).splitlines(), 1) if text in line)
+
+
+def test_a_step_held_by_a_logging_gate_is_one_finding_not_a_window_too():
+    source = """
+    def train(model, opt, loader, crit, args):
+        for step, (x, y) in enumerate(loader):
+            loss = crit(model(x), y) / args.gradient_accumulation_steps
+            loss.backward()
+            if step % args.logging_steps == 0:
+                print(loss.item())
+                opt.step()
+                opt.zero_grad()
+    """
+    assert {code for code, _ in codes(source)} == {"ACC012"}  # the misplaced step block, not a dropped window
+    window = source.replace("args.logging_steps", "args.gradient_accumulation_steps").replace("                print(loss.item())\n", "")
+    assert {code for code, _ in codes(window)} == {"ACC005"}

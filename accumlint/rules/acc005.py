@@ -220,6 +220,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         for window in sf.windows:
             if window.form == "inner" or window.test is None or window.test.end_clause:
                 continue
+            if window.reporting_gate:
+                continue  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
             if facts.roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, sf.scope):
                 continue  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
             counted = _epoch_counter(window)
