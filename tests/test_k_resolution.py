@@ -6,6 +6,7 @@ constructor may change is a k of unknown value, still a window."""
 
 from __future__ import annotations
 
+import ast
 import textwrap
 from pathlib import Path
 
@@ -466,3 +467,56 @@ def test_an_object_built_with_a_literal_one_holds_no_window():
         "    for i, batch", "    accelerator.gradient_accumulation_steps = args.gas\n    for i, batch"
     )
     assert found(rebound) == {("ACC001", 10)}
+
+
+# --- argparse dest names: which attribute is the accumulation flag -------------------------------
+
+UNAPPLIED = """
+import argparse
+
+parser = argparse.ArgumentParser()
+parser.add_argument({flags}, type=int, default=4{dest})
+args = parser.parse_args()
+
+
+def train(model, opt, loader):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean() / args.{attr}
+        loss.backward()
+        opt.step()
+        opt.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(
+    "flags, dest, attr",
+    [
+        ('"--gradient-accumulation-steps"', ', dest="gas"', "gas"),  # dest= names the attribute
+        ('"--gas", "--gradient-accumulation-steps"', "", "gas"),  # the first long option does
+        ('"-g", "--grad-accum"', "", "grad_accum"),  # a long option before a short one
+        ('"--n"', ', dest="accum_steps"', "accum_steps"),
+    ],
+)
+def test_the_attribute_argparse_gives_an_accumulation_flag_is_k(flags, dest, attr):
+    # The loss is divided by the accumulation steps but the step runs every micro-step (ACC012).
+    assert found(UNAPPLIED.format(flags=flags, dest=dest, attr=attr)) == {("ACC012", 13)}
+
+
+def test_a_flag_that_is_not_the_accumulation_steps_is_not_k():
+    # `--loss-scale` with dest="gas": nothing says accumulation; the division is just a scale.
+    assert found(UNAPPLIED.format(flags='"--loss-scale"', dest=', dest="gas"', attr="gas")) == set()
+    assert found(UNAPPLIED.format(flags='"--ws", "--warmup-steps"', dest="", attr="ws")) == set()
+
+
+def test_flag_dest_derivation():
+    from accumlint.analysis.windows import flag_dest
+
+    def dest(call: str):
+        return flag_dest(ast.parse(call).body[0].value)  # type: ignore[attr-defined]
+
+    assert dest('p.add_argument("--accum-steps", type=int)') == "accum_steps"
+    assert dest('p.add_argument("-a", "--accum-steps")') == "accum_steps"
+    assert dest('p.add_argument("-a")') == "a"
+    assert dest('p.add_argument("steps")') == "steps"
+    assert dest('p.add_argument("--accum-steps", dest="k")') == "k"
+    assert dest('p.add_argument(*names)') is None

@@ -701,3 +701,33 @@ def dedented_backwards(scope: Scope, events: list[Event]) -> list[Dedented]:
             continue
         found.append(Dedented(event, inner, name, assigned.stmt))
     return found
+
+
+def flag_dest(call: ast.Call) -> Optional[str]:
+    """The attribute argparse gives `parser.add_argument(...)`'s value: `dest=`, else the first
+    long option (`--accum-steps` -> `accum_steps`), else the first short one, else the positional
+    name."""
+    dest = next((kw.value for kw in call.keywords if kw.arg == "dest"), None)
+    if dest is not None:
+        return dest.value if isinstance(dest, ast.Constant) and isinstance(dest.value, str) else None
+    options = [a.value for a in call.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+    if not options or len(options) != len(call.args):
+        return None
+    long = [o for o in options if o.startswith("--")]
+    chosen = long[0][2:] if long else options[0].lstrip("-")
+    return chosen.replace("-", "_") or None
+
+
+def flag_dests(module: ast.Module, names_k: Callable[[str], bool]) -> set[str]:
+    """The attributes of argparse flags any of whose option strings (or whose dest) reads as the
+    accumulation steps: `add_argument("--gradient-accumulation-steps", dest="gas")` gives `gas`,
+    `add_argument("--gas", "--gradient-accumulation-steps")` gives `gas` too."""
+    found: set[str] = set()
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+            continue
+        dest = flag_dest(node)
+        spellings = [a.value.lstrip("-").replace("-", "_") for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]
+        if dest is not None and any(names_k(s) for s in [*spellings, dest]):
+            found.add(dest)
+    return found

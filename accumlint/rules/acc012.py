@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, method_of, names_in
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.reach import reached
-from accumlint.analysis.windows import Window
+from accumlint.analysis.windows import Window, flag_dests
 from accumlint.frameworks import Framework, Role, accelerate
 from accumlint.model import Violation
 from accumlint.rules.meta import FixSafety
@@ -74,9 +74,11 @@ def accumulation_names(collected: Collected) -> set[str]:
     `self.cfg.grad_accum`, `accum_steps`, `gas = cfg["gradient_accumulation_steps"]`), and the names
     assigned from them or they from, minus those only ever bound to a literal 1."""
     found: set[str] = set()
+    dests = flag_dests(collected.module, _accumulation_name)  # `--gradient-accumulation-steps` with dest="gas"
     for scope in collected.scopes:
         for occurrence in scope.occurrences:
-            if _accumulation_name(occurrence.name):
+            owner, _, last = occurrence.name.rpartition(".")
+            if _accumulation_name(occurrence.name) or owner and last in dests:
                 found.add(occurrence.name)
         for name, definitions in scope.defs.items():
             if _accumulation_name(name) or any(_subscript_key(d.value) for d in definitions if d.kind == "assign"):
