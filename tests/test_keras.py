@@ -1157,3 +1157,36 @@ def test_acc011_wrapper_built_inside_the_call():
     assert_marked(text)
     message = check_source(text, "case.py").findings[0].message
     assert "built in this call" in message and "GradientAccumulateOptimizer" in message
+
+
+def test_seed_patch_dividing_as_it_accumulates_is_clean_of_acc001():
+    """The seed's tf.cond / tf.math.mod gate with the gradients divided by n as they are added."""
+    text = src(SEED_COND).replace(
+        "self.accu_gradients[i].assign_add(grad)", "self.accu_gradients[i].assign_add(grad / tf.cast(self.n, grad.dtype))"
+    ).replace("  # <ACC001", "")
+    assert found(text) == marked(text) == [("ACC011", 28)]
+
+
+def test_torch_helper_named_apply_gradients_is_no_keras_step():
+    text = src('''
+        import torch
+
+
+        class Trainer:
+            def __init__(self, model, loader, k):
+                self.model, self.loader, self.k = model, loader, k
+                self.optimizer = torch.optim.AdamW(model.parameters())
+
+            def apply_gradients(self):
+                torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+            def train(self):
+                for i, (x, y) in enumerate(self.loader):
+                    loss = torch.nn.functional.mse_loss(self.model(x), y) / self.k
+                    loss.backward()
+                    if (i + 1) % self.k == 0 or i + 1 == len(self.loader):
+                        self.apply_gradients()
+    ''')
+    assert found(text) == []

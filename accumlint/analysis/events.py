@@ -99,10 +99,11 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
         tensor = positional(call, 0) or keyword(call, "target")
         framework = frameworks.GRADIENT_METHODS[role][1]
         return Event(BACKWARD, site.stmt, call, name, tensor=tensor, framework=framework) if tensor is not None else None
-    if receiver is not None and (
-        method in frameworks.STEP_METHODS and role in {None, R.OPTIMIZER}
+    if receiver is not None and (call.args or call.keywords) and (
+        method in frameworks.STEP_METHODS and (role == R.OPTIMIZER or role is None and name not in {None, "self", "cls"})
         or method in keras.OPTIMIZER_ONLY_STEP_METHODS and role == R.OPTIMIZER
     ):
+        # `optimizer.apply_gradients(zip(grads, vars))`; not a class's own `self.apply_gradients()` helper.
         return Event(STEP, site.stmt, call, name, optimizer=name)
     if method == "step" and receiver is not None:
         if role == R.SCALER:
