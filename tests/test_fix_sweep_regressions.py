@@ -416,3 +416,24 @@ def test_hand_division_alone_keeps_its_unsafe_removal_fix():
     fixed = fix_source(source, "case.py", select={"ACC010"}, unsafe_fixes=True).fixed_source
     assert fixed is not None and "loss = loss / gas" not in fixed
     compile(fixed, "case.py", "exec")
+
+
+def test_a_tensor_bound_to_a_name_that_usually_holds_a_number_is_still_kept():
+    # `temp`, `step` are numbers only when nothing else is in sight: here `temp` is a model output.
+    source = src("""
+        def train(model, loader, optimizer):
+            kept = []
+            for x, y in loader:
+                temp = model(x)
+                loss = (temp - y).pow(2).mean()
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                kept.append(temp)
+            print(len(kept))
+    """)
+    got = findings(source)
+    assert [(f.code, f.location.row) for f in got] == [("ACC002", 9)]
+    assert fix_source(source, "case.py", select={"ACC002"}).fixed_source is None  # unsafe only
+    fixed = fix_source(source, "case.py", select={"ACC002"}, unsafe_fixes=True).fixed_source
+    assert fixed is not None and "kept.append(temp.detach())" in fixed

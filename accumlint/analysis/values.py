@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import dotted, last_part, method_of
+from accumlint.analysis.lifetimes import is_model
 
 if TYPE_CHECKING:
     from accumlint.analysis.dataflow import DataFlow
@@ -46,7 +47,7 @@ _NUMBER_NAMES = {
     "temp", "temperature", "momentum", "weight_decay", "num_samples", "n_samples", "num_examples", "step",
     "iteration", "world_size", "rank", "local_rank",
 }
-_OPTION_HOLDERS = {"args", "opt", "opts", "cfg", "config", "hparams", "hp", "flags", "FLAGS", "params"}
+_OPTION_HOLDERS = {"args", "opt", "opts", "cfg", "config", "hparams", "flags", "FLAGS"}
 _ANNOTATED_NUMBERS = {"int", "float", "bool", "str", "complex"}
 _ANNOTATED_TENSORS = {"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "Parameter", "nn.Parameter"}
 
@@ -145,7 +146,19 @@ class ValueKinds:
             return NUMBER  # `args.temp`, `self.config.lr`: a run option, never a tensor
         if rest and self._parsed_options(head, at):
             return NUMBER
-        return NUMBER if last in _NUMBER_NAMES else UNKNOWN
+        if last in _NUMBER_NAMES and not self._model_output(name, at):
+            return NUMBER  # `lr`, `batch_size` where nothing in sight says otherwise
+        return UNKNOWN
+
+    def _model_output(self, name: str, at: Stmt) -> bool:
+        """`temp = model(x)`: a name bound to a model's output is no number, whatever it is called."""
+        base, _ = reaching(name, at.scope, at.order, at)
+        value = base.value if base is not None else None
+        if not isinstance(value, ast.Call):
+            return False
+        receiver, method = method_of(value)
+        callee = dotted(receiver) if method in {"forward", "__call__"} else dotted(value.func)
+        return is_model(callee, set())
 
     def _parsed_options(self, head: str, at: Stmt) -> bool:
         """`args = parser.parse_args()`: its attributes are options."""
