@@ -506,3 +506,45 @@ def test_a_step_held_by_a_logging_gate_is_one_finding_not_a_window_too():
     assert {code for code, _ in codes(source)} == {"ACC012"}  # the misplaced step block, not a dropped window
     window = source.replace("args.logging_steps", "args.gradient_accumulation_steps").replace("                print(loss.item())\n", "")
     assert {code for code, _ in codes(window)} == {"ACC005"}
+
+
+OPTIM_WRAPPER = """
+import torch
+
+
+class Optim:
+    def __init__(self, params):
+        self.opt = torch.optim.SGD(params, lr=0.1)
+
+    def step(self):
+        self.opt.step()
+        {clear}
+
+
+class Trainer:
+    def __init__(self, model):
+        self.model = model
+        self.optim = Optim(model.parameters())
+
+    def fit(self, loader, crit):
+        for x, y in loader:
+            loss = crit(self.model(x), y)
+            loss.backward()
+            self.optim.step()
+
+
+def train(model, loader, crit):
+    optim = Optim(model.parameters())
+    for x, y in loader:
+        crit(model(x), y).backward()
+        optim.step()
+"""
+
+
+def test_an_optimizer_wrapper_whose_step_zeroes_clears_the_gradients():
+    assert codes(OPTIM_WRAPPER.format(clear="self.opt.zero_grad()")) == set()
+    assert codes(OPTIM_WRAPPER.format(clear="self.opt.zero_grad(set_to_none=True)")) == set()
+    # A wrapper that never zeroes is the bug, reported without a fix: `zero_grad()` is none of its methods.
+    found = check(OPTIM_WRAPPER.format(clear="pass"))
+    assert {(f.code, f.location.row) for f in found} == {("ACC014", 23), ("ACC014", 30)}
+    assert all(f.fix is None for f in found)

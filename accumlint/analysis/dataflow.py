@@ -421,7 +421,7 @@ class DataFlow:
             return self.carries_graph(receiver, at, depth + 1) or self._arguments_carry(call, at, depth)
         return True
 
-    def _instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+    def instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
         """`tuner.tune(pred)` where `tuner = Tuner(...)` was built from a class of the project: that
         class's method (None when the receiver is anything else)."""
         func = call.func
@@ -458,7 +458,7 @@ class DataFlow:
         (`return x.data.clone()`); None when unknown."""
         if depth > 12:
             return False  # as deep as carries_graph follows a value
-        callee = self.resolver.resolve(call, at.scope) or self._instance_method(call, at)
+        callee = self.resolver.resolve(call, at.scope) or self.instance_method(call, at)
         if callee is None or not callee.scope.returns:
             return None
         flow = callee.module.flow

@@ -18,7 +18,7 @@ from accumlint.rules.edits import insert_after
 from accumlint.rules.meta import FixSafety
 
 if TYPE_CHECKING:
-    from accumlint.analysis.calls import AnalysedModule
+    from accumlint.analysis.calls import AnalysedModule, Callee
 
 CODE = "ACC014"
 NAME = "gradients-never-cleared"
@@ -154,6 +154,10 @@ def _follow(module: AnalysedModule, call: ast.Call, scope: Scope, reach: _Reach,
         if module.resolver.points_into_project(call):
             reach.unknown = True
         return
+    _follow_callee(callee, reach, seen, depth)
+
+
+def _follow_callee(callee: Callee, reach: _Reach, seen: set[int], depth: int) -> None:
     inner = callee.scope
     if id(inner) in seen or depth > _MAX_CALL_DEPTH:
         return
@@ -283,6 +287,15 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
             _step_has_arguments(step) or _zeroing_step(step, facts.roles) or _recreated(step, scope, loop)
         ):
             return
+    wrapped: set[int] = set()  # steps of a project class wrapping the optimizer (`self.optim.step()`)
+    for step in steps:
+        wrapper = facts.flow.instance_method(step.call, step.stmt) if step.helper is None and step.call else None
+        if wrapper is not None:
+            inside = _Reach()
+            _follow_callee(wrapper, inside, {id(scope)}, 0)
+            if inside.clears or inside.unknown:
+                return  # its step zeroes (OpenNMT-style optimizer wrappers) or cannot be followed
+            wrapped.add(id(step))
     reach = _Reach()
     seen: set[int] = {id(scope)}
     for site in calls:
@@ -298,7 +311,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
             read_after = later.reads_grad
 
     zeroed_before = any(e.kind == ZERO and e.order < loop.first_order and not loop.contains(e.stmt) for e in sf.events)
-    fix = _fixes(facts, sf, loop, steps, reach, read_after)
+    fix = {} if wrapped else _fixes(facts, sf, loop, steps, reach, read_after)  # no zero_grad() known on a wrapper
     for step in steps:
         message = _message(step, zeroed_before, _optimizer_of(step))
         yield Violation(CODE, message, (step.call or step.stmt.node), fix.get(id(step)))
