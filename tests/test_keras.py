@@ -1190,3 +1190,21 @@ def test_torch_helper_named_apply_gradients_is_no_keras_step():
                         self.apply_gradients()
     ''')
     assert found(text) == []
+
+
+def test_compiled_loss_function_dividing_by_k_is_no_sum():
+    """`self.compiled_loss(...)` in train_step is the function handed to compile: here it divides."""
+    text = src(TRAIN_STEP_COND_SUM).replace("  # <ACC001", "") + src('''
+
+        N_GRADIENTS = 4
+
+
+        def window_mse(y_true, y_pred):
+            return tf.reduce_mean(tf.square(y_true - y_pred)) / N_GRADIENTS
+
+
+        model = CustomTrainStep(N_GRADIENTS)
+        model.compile(optimizer=tf.keras.optimizers.Adam(), loss=window_mse)
+    ''')
+    assert found(text) == []
+    assert found(text.replace(" / N_GRADIENTS", "")) == [("ACC001", 27)]

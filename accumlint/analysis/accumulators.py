@@ -464,6 +464,11 @@ def applied_as_sum(accumulator: Accumulator, applied: Applied, facts: ModuleFact
     if not accumulator.added or accumulator.rescaled or _applied_scaling(applied, accumulator.name, facts) != SUM:
         return False
     k_names = _k_names(accumulator, facts)
+    for value, stmt in compiled_losses(facts.collected):
+        # `self.compiled_loss(...)` is whatever `compile(loss=fn)` was given: it may divide.
+        scaling = facts.flow.scaling(value, stmt, k_names)
+        if scaling.unknown or scaling.divided:
+            return False
     for added in accumulator.added:
         if _factor(added.value, added.stmt, facts) != SUM:
             return False
