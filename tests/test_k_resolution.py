@@ -520,3 +520,11 @@ def test_flag_dest_derivation():
     assert dest('p.add_argument("steps")') == "steps"
     assert dest('p.add_argument("--accum-steps", dest="k")') == "k"
     assert dest('p.add_argument(*names)') is None
+
+
+def test_k_read_through_getattr_with_a_default_is_the_attribute():
+    init = 'self.accum = getattr(cfg, "grad_accum", 1)'
+    assert found(_trainer(init=init, k="self.accum", divide=" / cfg.grad_accum / self.accum")) == {("ACC010", 12)}
+    assert found(_trainer(init=init, k="self.accum", divide=" / self.cfg.grad_accum")) == set()
+    # the default of 1 is what a missing field gives, not what k is: still a window
+    assert found(_trainer(init=init, k="self.accum")) == {("ACC001", 12)}

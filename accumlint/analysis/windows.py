@@ -228,6 +228,16 @@ def _handed_in(param: str, function: Scope) -> set[str]:
     return passed
 
 
+def _getattr_name(value: Optional[ast.expr]) -> Optional[str]:
+    """`getattr(cfg, "grad_accum", 1)` reads `cfg.grad_accum`."""
+    if not (isinstance(value, ast.Call) and dotted(value.func) == "getattr" and len(value.args) in {2, 3}):
+        return None
+    owner, attr = dotted(value.args[0]), value.args[1]
+    if owner is None or not (isinstance(attr, ast.Constant) and isinstance(attr.value, str)):
+        return None
+    return f"{owner}.{attr.value}"
+
+
 def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     """The names that stand for k: k itself, what it was assigned from, and what was assigned from
     it, also through an object that holds it (`self.cfg = cfg` makes `self.cfg.k` and `cfg.k` one
@@ -253,6 +263,9 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
                         value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
                     elif definition.kind != "assign":
                         continue
+                    read = _getattr_name(value)
+                    if read is not None:  # `self.k = getattr(cfg, "grad_accum", 1)`
+                        value = ast.Name(id=read)
                     if isinstance(value, ast.Call):
                         for kw in value.keywords:
                             given = dotted(kw.value)
