@@ -9,7 +9,7 @@ import os
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Collection, Optional, Union
+from typing import Callable, Collection, Mapping, Optional, Union
 
 from accumlint import noqa
 from accumlint.analysis import ModuleFacts, analyse
@@ -82,15 +82,23 @@ class _Analysis:
     the fix's own finding and gain no other. A fix that fails is withheld (the finding stays,
     without it) and named in `withheld`."""
 
-    def __init__(self, text: str, filename: str, select: Collection[str], verify: bool = True) -> None:
+    def __init__(
+        self,
+        text: str,
+        filename: str,
+        select: Collection[str],
+        verify: bool = True,
+        imports: Optional[Mapping[str, str]] = None,
+    ) -> None:
         self.src = SourceText(text)
+        self.imports = imports
         self.module = parse(text, filename)
         self.located: list[_Located] = []
         self.dependencies: dict[str, str] = {}
         self.withheld: list[str] = []
         if not _might_have_findings(text):
             return
-        facts = analyse(self.module, self.src, *_project_of(filename))
+        facts = analyse(self.module, self.src, *_project_of(filename), imports=imports)
         self.dependencies = facts.analysed.dependencies()
         seen: set[tuple[str, str, int, int]] = set()
         for violation in _violations(facts, select):
@@ -141,7 +149,7 @@ class _Analysis:
         fixed = apply_edits(self.src.text, [edit for fix in batch for edit in fix.edits])
         try:
             compile(fixed, filename, "exec", dont_inherit=True)
-            after = _Analysis(fixed, filename, select, verify=False).counts()
+            after = _Analysis(fixed, filename, select, verify=False, imports=self.imports).counts()
         except (SyntaxError, ValueError, SourceError, RecursionError, MemoryError):
             return False
         fixed_codes = Counter(item.violation.code for item in self.located if id(item.violation.fix) in chosen)
@@ -152,7 +160,7 @@ class _Analysis:
         fixed = apply_edits(self.src.text, fix.edits)
         try:
             compile(fixed, filename, "exec", dont_inherit=True)
-            after = _Analysis(fixed, filename, select, verify=False).counts()
+            after = _Analysis(fixed, filename, select, verify=False, imports=self.imports).counts()
         except (SyntaxError, ValueError, SourceError, RecursionError, MemoryError):
             return "the fixed code does not compile"
         if after[code] >= before[code]:
@@ -224,17 +232,22 @@ def _guarded(result: FileResult, work: Callable[[], None]) -> FileResult:
 
 
 def check_source(
-    source: Source, filename: str, select: Collection[str] = ALL_CODES, with_edits: bool = True
+    source: Source,
+    filename: str,
+    select: Collection[str] = ALL_CODES,
+    with_edits: bool = True,
+    imports: Optional[Mapping[str, str]] = None,
 ) -> FileResult:
     """Report the findings in one file's text. Never raises on bad input.
 
     `with_edits=False` leaves each fix's `edits` empty (its message and safety stay): the text
-    output does not show them, and the cache need not keep them."""
+    output does not show them, and the cache need not keep them. `imports`: names imported
+    outside this text (a notebook's other cells), alias -> dotted origin."""
     result = FileResult(filename=filename)
 
     def work() -> None:
         text, _ = _decode(source)
-        analysis = _Analysis(text, filename, select)
+        analysis = _Analysis(text, filename, select, imports=imports)
         result.findings = analysis.findings(filename, with_edits)
         result.dependencies = analysis.dependencies
         _report_withheld(result, analysis.withheld)
@@ -253,6 +266,7 @@ def fix_source(
     filename: str,
     select: Collection[str] = ALL_CODES,
     unsafe_fixes: bool = False,
+    imports: Optional[Mapping[str, str]] = None,
 ) -> FileResult:
     """Apply every applicable fix until none is left; report what remains.
 
@@ -263,7 +277,7 @@ def fix_source(
     def work() -> None:
         original, encoding = _decode(source)
         text = original
-        analysis = first = _Analysis(text, filename, select)
+        analysis = first = _Analysis(text, filename, select, imports=imports)
         withheld = list(first.withheld)
         for _ in range(MAX_FIX_ROUNDS):
             fixes = [
@@ -283,7 +297,7 @@ def fix_source(
                 rewritten = apply_edits(text, chosen[0].edits)
             if rewritten == text:
                 break
-            analysis = _Analysis(rewritten, filename, select)
+            analysis = _Analysis(rewritten, filename, select, imports=imports)
             withheld.extend(w for w in analysis.withheld if w not in withheld)
             text = rewritten
         result.findings = analysis.findings(filename)

@@ -8,6 +8,7 @@ the JSON text with `NotebookIndex`.
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import secrets
@@ -304,6 +305,24 @@ def code_cells(raw: bytes) -> list[tuple[int, str]]:
     return [(index + 1, source) for index, source in _code_cells(notebook) if _mask(source) is not None]
 
 
+def _notebook_imports(notebook: _Notebook) -> dict[str, str]:
+    """What the notebook imports in any cell: its cells share one namespace, so a loop in one cell
+    uses the frameworks imported in another (which framework decides what holds a graph)."""
+    from accumlint.analysis.collect import imports_of
+
+    imports: dict[str, str] = {}
+    for _, source in _code_cells(notebook):
+        masked = _mask(source)
+        if masked is None:
+            continue
+        try:
+            module = ast.parse(masked.code)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue  # reported when the cell itself is checked
+        imports.update(imports_of(module))
+    return imports
+
+
 def check_notebook(
     raw: bytes, filename: str, select: Optional[Collection[str]] = None, with_edits: bool = True
 ) -> NotebookResult:
@@ -314,12 +333,13 @@ def check_notebook(
     except NotebookError as exc:
         result.error = FileError(filename, str(exc))
         return result
+    imports = _notebook_imports(notebook)
     for index, source in _code_cells(notebook):
         masked = _mask(source)
         if masked is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
-        cell_result = _engine().check_source(masked.code, filename, codes, with_edits)
+        cell_result = _engine().check_source(masked.code, filename, codes, with_edits, imports=imports)
         result.cells.append(CellResult(index, cell_result))
     return result
 
@@ -337,13 +357,14 @@ def fix_notebook(
     except NotebookError:
         return None
     edits: list[tuple[_Span, str]] = []
+    imports = _notebook_imports(notebook)
     for index, source in _code_cells(notebook):
         span = notebook.spans.get(index)
         masked = _mask(source)
         if span is None or masked is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
-        fixed = _engine().fix_source(masked.code, filename, codes, unsafe)
+        fixed = _engine().fix_source(masked.code, filename, codes, unsafe, imports=imports)
         if fixed.error or not isinstance(fixed.fixed_source, str):
             continue
         new_source = _unmask(fixed.fixed_source, masked)

@@ -216,3 +216,43 @@ def test_a_notebook_result_names_the_project_modules_its_cells_rest_on(tmp_path)
     assert alone  # the script rests on modules of pkg/
     merged = check_notebook(raw, str(path)).as_file_result()
     assert merged.dependencies == alone
+
+
+TAPE_LOOP_KEEPING_LOSSES = (
+    "losses = []\n"
+    "for x, y in ds:\n"
+    "    with tf.GradientTape() as tape:\n"
+    "        loss = tf.reduce_mean((model(x) - y) ** 2)\n"
+    "    grads = tape.gradient(loss, model.trainable_variables)\n"
+    "    opt.apply_gradients(zip(grads, model.trainable_variables))\n"
+    "    losses.append(loss)\n"
+)
+TORCH_LOOP_KEEPING_LOSSES = (
+    "losses = []\n"
+    "for x, y in loader:\n"
+    "    loss = criterion(model(x), y)\n"
+    "    loss.backward()\n"
+    "    opt.step()\n"
+    "    opt.zero_grad()\n"
+    "    losses.append(loss)\n"
+)
+
+
+def _codes_by_cell(raw: bytes) -> list[tuple[int, str]]:
+    result = check_notebook(raw, "nb.ipynb")
+    return [(finding.cell, finding.code) for finding in result.findings()]
+
+
+def test_imports_of_earlier_cells_decide_the_framework():
+    # The cells share one namespace: a TensorFlow loop keeps no autograd graph, whichever cell imports it.
+    tensorflow = _notebook(_cell("import tensorflow as tf\n"), _cell(TAPE_LOOP_KEEPING_LOSSES))
+    assert _codes_by_cell(tensorflow) == []
+    torch = _notebook(_cell("import torch\n"), _cell(TORCH_LOOP_KEEPING_LOSSES))
+    assert _codes_by_cell(torch) == [(2, "ACC002")]
+
+
+def test_imports_of_later_cells_count_too_and_a_broken_cell_does_not_hide_them():
+    raw = _notebook(_cell(TAPE_LOOP_KEEPING_LOSSES), _cell("x = (\n"), _cell("import tensorflow as tf\n"))
+    result = check_notebook(raw, "nb.ipynb")
+    assert [finding.code for finding in result.findings()] == []
+    assert [error.cell for error in result.errors()] == [2]

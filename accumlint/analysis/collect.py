@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
-from typing import Optional, Union
+from typing import Mapping, Optional, Union
 
 from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
 from accumlint.frameworks import keras, lightning
@@ -197,12 +197,12 @@ def _no_grad_decorator(decorator: ast.expr) -> bool:
 
 
 class _Collector:
-    def __init__(self, module: ast.Module) -> None:
+    def __init__(self, module: ast.Module, imports: Optional[Mapping[str, str]] = None) -> None:
         self.module = module
         self.order = 0
         self.seq = 0
         self.scopes: list[Scope] = []
-        self.imports: dict[str, str] = {}
+        self.imports: dict[str, str] = dict(imports or {})
         self.relative: dict[str, tuple[int, str]] = {}
         self.classes: dict[str, ast.ClassDef] = {}
         self.functions: dict[str, list[Scope]] = {}
@@ -475,5 +475,11 @@ class _Collector:
             self.bound = outer
 
 
-def collect(module: ast.Module) -> Collected:
-    return _Collector(module).run()
+def collect(module: ast.Module, imports: Optional[Mapping[str, str]] = None) -> Collected:
+    """`imports`: names imported where this module cannot show it (a notebook's other cells)."""
+    return _Collector(module, imports).run()
+
+
+def imports_of(module: ast.Module) -> dict[str, str]:
+    """Every import of a module, local alias -> dotted origin, as `collect` reads them."""
+    return dict(collect(module).imports)

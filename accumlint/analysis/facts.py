@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Optional, TypeVar
+from typing import Callable, Iterator, Mapping, Optional, TypeVar
 
 from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis.calls import AnalysedModule
@@ -86,13 +86,17 @@ class ModuleFacts:
 
 
 def analyse(
-    module: ast.Module, source: SourceText, path: Optional[Path] = None, index: Optional[ProjectIndex] = None
+    module: ast.Module,
+    source: SourceText,
+    path: Optional[Path] = None,
+    index: Optional[ProjectIndex] = None,
+    imports: Optional[Mapping[str, str]] = None,
 ) -> ModuleFacts:
     """The facts of one checked module; with a path and a project index, calls into the
     project's other modules are followed too."""
     forget_names()
     forget_ancestry()
-    analysed = AnalysedModule(collect(module), path, index, source)
+    analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     events = collect_events(collected, analysed.direct, analysed.resolver)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
