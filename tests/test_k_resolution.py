@@ -453,6 +453,12 @@ def test_an_end_clause_for_epochs_shorter_than_a_window_still_drops_the_partial_
     assert finding.fix is None  # the gate is more than its `% k` test: report only
 
 
+def test_a_clause_written_over_several_lines_is_named_on_one():
+    source = SHORT_EPOCH.format(clause="(\n                len(loader) <= k\n                and step + 1 == len(loader)\n            )")
+    result = engine.check_source(textwrap.dedent(source), "t.py")
+    assert "`len(loader) <= k and step + 1 == len(loader)`" in result.findings[0].message
+
+
 def test_a_plain_end_clause_flushes_every_epoch():
     assert found(SHORT_EPOCH.format(clause="step + 1 == len(loader)")) == set()
     # a length compared with something else than k is no short-epoch test: taken as an end clause

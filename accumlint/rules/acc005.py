@@ -268,7 +268,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 )
             elif short is not None:
                 message = (
-                    f"the step is gated on `% {k_text}` and its end-of-data clause `{facts.source.segment(short)}` "
+                    f"the step is gated on `% {k_text}` and its end-of-data clause `{' '.join(facts.source.segment(short).split())}` "
                     f"fires only when an epoch is shorter than one window: for longer epochs the last "
                     f"len % {k_text} batches never reach optimizer.step() in their epoch{_leftover(window, sf.events)}"
                 )
