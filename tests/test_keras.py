@@ -1208,3 +1208,47 @@ def test_compiled_loss_function_dividing_by_k_is_no_sum():
     ''')
     assert found(text) == []
     assert found(text.replace(" / N_GRADIENTS", "")) == [("ACC001", 27)]
+
+
+def test_acc007_reset_every_train_step_while_tf_cond_holds_the_apply():
+    text = src('''
+        import tensorflow as tf
+
+
+        class AccumModel(tf.keras.Model):
+            def __init__(self, k, **kwargs):
+                super().__init__(**kwargs)
+                self.k = tf.constant(k, dtype=tf.int32)
+                self.count = tf.Variable(0, dtype=tf.int32, trainable=False)
+                self.sums = [tf.Variable(tf.zeros_like(v), trainable=False) for v in self.trainable_variables]
+
+            def train_step(self, data):
+                x, y = data
+                self.count.assign_add(1)
+                for total in self.sums:  # <ACC007
+                    total.assign(tf.zeros_like(total))
+                with tf.GradientTape() as tape:
+                    loss = self.compiled_loss(y, self(x, training=True)) / tf.cast(self.k, tf.float32)
+                grads = tape.gradient(loss, self.trainable_variables)
+                for total, grad in zip(self.sums, grads):
+                    total.assign_add(grad)
+                tf.cond(tf.equal(self.count % self.k, 0), self.apply_window, lambda: None)
+                return {"loss": loss}
+
+            def apply_window(self):
+                self.optimizer.apply_gradients(zip(self.sums, self.trainable_variables))
+    ''')
+    assert_marked(text)
+    moved = text.replace(
+        "        for total in self.sums:  # <ACC007\n            total.assign(tf.zeros_like(total))\n", ""
+    ) + "        for total in self.sums:\n            total.assign(tf.zeros_like(total))\n"
+    assert found(moved) == []
+
+
+def test_acc007_patched_apply_gradients_resetting_every_call():
+    text = src(SEED_COND).replace("  # <ACC001", "").replace("  # <ACC011", "").replace(
+        "        # Always accumulate gradients\n",
+        "        for acc in self.accu_gradients:  # <ACC007\n            acc.assign(tf.zeros_like(acc))\n",
+    ).replace("self.accu_gradients[i].assign_add(grad)", "self.accu_gradients[i].assign_add(grad / tf.cast(self.n, grad.dtype))")
+    codes = [(code, row) for code, row in found(text) if code == "ACC007"]
+    assert codes == [(code, row) for code, row in marked(text)]

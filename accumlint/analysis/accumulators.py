@@ -134,6 +134,10 @@ def _trace(expr: ast.expr, stmt: Stmt, hops: int = 0) -> Iterator[tuple[str, obj
         for generator in expr.generators:
             yield from _trace(generator.iter, stmt, hops + 1)
         return
+    if isinstance(expr, ast.BinOp):  # `grad / n`: where each side comes from
+        yield from _trace(expr.left, stmt, hops + 1)
+        yield from _trace(expr.right, stmt, hops + 1)
+        return
     if isinstance(expr, ast.Call):
         receiver, method = method_of(expr)
         if method == keras.GRADIENT_METHOD and receiver is not None:
@@ -603,3 +607,36 @@ def compiled_losses(collected: Collected) -> Iterator[tuple[ast.expr, Stmt]]:
         defined = [s for s in collected.functions.get(loss.id, []) if s.class_node is None]
         if len(defined) == 1:
             yield from defined[0].returns
+
+
+# --- resets inside the window, where the window is kept by a tf.cond or an `if` on a counter -------
+def _micro_step_scope(scope: Scope) -> bool:
+    """A function Keras calls once per batch: a model's `train_step` or an optimizer's
+    `apply_gradients` (overridden or patched in)."""
+    return scope.name == keras.TRAIN_STEP or scope.name in keras.STEP_METHODS
+
+
+def _gated(applied: Applied, micro: Scope) -> bool:
+    """The apply runs once per window: under an `if` in the per-batch function, or in another
+    function (reached through `tf.cond(..., true_fn, ...)` or a helper)."""
+    if applied.stmt.scope is not micro:
+        return True
+    return any(isinstance(node, ast.If) for node, _ in applied.stmt.path)
+
+
+def window_resets(facts: ModuleFacts) -> Iterator[tuple[Accumulator, Stmt, Scope]]:
+    """Accumulators set back to zero on every call of the per-batch function they are added in
+    (`train_step`, a patched `apply_gradients`), outside any `if`, while their apply is held to
+    once per window: each window keeps only the last batch's gradient. Functions with a window
+    the loop analysis already sees (a `% k` gate in a loop) are left to it."""
+    windowed = {id(sf.scope) for sf in facts.scopes if sf.windows}
+    for accumulator in of_module(facts):
+        micro_scopes = {id(a.stmt.scope): a.stmt.scope for a in accumulator.added if _micro_step_scope(a.stmt.scope)}
+        for scope in micro_scopes.values():
+            if id(scope) in windowed or not accumulator.applied:
+                continue
+            if not all(_gated(applied, scope) for applied in accumulator.applied):
+                continue
+            for stmt, _ in accumulator.resets:
+                if stmt.scope is scope and not any(isinstance(node, (ast.If, *FOR_LOOPS, ast.While)) for node, _ in stmt.path):
+                    yield accumulator, stmt, scope

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
@@ -54,4 +54,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 f"micro-batch only: the other micro-batches never reach backward, and only the last "
                 f"micro-batch's gradient reaches optimizer.step(); call backward inside that loop",
                 call if call is not None else dedented.backward.stmt.node,
+            )
+    for accumulator, stmt, micro in accumulators.window_resets(facts):
+        # Accumulators whose window is kept by a `tf.cond` (Keras): report only.
+        if id(stmt) not in seen:
+            yield Violation(
+                CODE,
+                f"the accumulated gradients `{accumulator.name}` are set back to zero on every call of "
+                f"`{micro.name}` while they are applied once per window: only the last micro-batch's gradient "
+                f"is applied",
+                stmt.node,
             )
