@@ -486,6 +486,9 @@ def test_per_step_backward_through_one_whole_sequence_keeps_its_state_on_purpose
     # Without retain_graph the next step's backward cannot pass through the state: detach it.
     plain = per_batch.replace("loss.backward(retain_graph=True)", "loss.backward()")
     assert ("ACC003", _row(plain, "out, h = model(")) in codes(plain)
+    # Truncated BPTT stepping after every chunk: the next pass would run through changed weights.
+    chunked = per_batch.replace("            loss.backward(retain_graph=True)\n", "            loss.backward(retain_graph=True)\n            opt.step()\n")
+    assert ("ACC003", _row(chunked, "out, h = model(")) in codes(chunked)
 
 
 def _row(source: str, text: str) -> int:

@@ -12,7 +12,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
-from accumlint.analysis.events import BACKWARD, Event
+from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, is_true, keyword, last_part
 from accumlint.analysis.lifetimes import own_attribute
 from accumlint.analysis.values import number_state
@@ -60,6 +60,8 @@ def _whole_sequence(name: str, loop: _Span, scope: Scope, events) -> bool:
     backwards = [e for e in events if e.kind == BACKWARD and loop.contains(e.stmt)]
     if not backwards or not all(e.call is not None and is_true(keyword(e.call, "retain_graph")) for e in backwards):
         return False
+    if any(e.kind == STEP and loop.contains(e.stmt) for e in events):
+        return False  # stepping between the passes: the next backward runs through changed weights
     entering = [d for d in scope.definitions(name) if d.order < loop.first_order]
     return bool(entering) and loop.outer.contains(entering[-1].stmt) and entering[-1].kind in {"assign", "unpack"}
 
