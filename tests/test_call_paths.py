@@ -476,3 +476,80 @@ def test_a_base_class_steps_the_scheduler_the_subclass_builds(tmp_path, monkeypa
         for finding in result.findings:
             assert "(called every micro-step from `train_epoch`, line 14)" in finding.message
             assert "line 8 of `train.py`" in finding.message
+
+
+# --- ACC002: a function of the project that stores its argument into the caller's container ------
+
+RECORD = """
+def record(store, value):
+    store.append(value)
+
+
+def train(model, opt, crit, loader):
+    losses = []
+    for x, y in loader:
+        loss = crit(model(x), y)
+        loss.backward()
+        record(losses, {value})
+        opt.step()
+        opt.zero_grad()
+    {tail}
+"""
+
+
+def test_a_helper_that_appends_the_loss_to_the_callers_list():
+    source = RECORD.format(value="loss", tail="print(sum(losses))")
+    found = findings(source)
+    row = line_of(source, "record(losses, loss)")
+    assert set(found) == {("ACC002", row)}  # at the call: the graph-carrying value is handed in there
+    finding = found[("ACC002", row)]
+    assert "(`record()` keeps it in `store`, line 2)" in finding.message
+    fixed = engine.fix_source(textwrap.dedent(source).lstrip(), "t.py").fixed_source
+    assert "record(losses, loss.detach())" in fixed and "store.append(value)" in fixed
+    assert engine.check_source(fixed, "t.py").findings == []
+
+
+def test_a_helper_store_that_cannot_grow_or_is_handed_out_is_clean():
+    assert findings(RECORD.format(value="loss.item()", tail="print(sum(losses))")) == {}
+    assert findings(RECORD.format(value="loss", tail="return losses")) == {}  # the caller's use is not in sight
+    per_step = RECORD.format(value="loss", tail="print(sum(losses))").replace(
+        "        opt.zero_grad()\n", "        opt.zero_grad()\n        losses = []\n"
+    )
+    assert "losses = []\n    print" in per_step
+    assert findings(per_step) == {}
+
+
+RECORD_PROJECT = {
+    "pyproject.toml": "",
+    "pkg/__init__.py": "",
+    "pkg/meters.py": """
+        def accumulate(totals, name, value):
+            totals[name] += value
+    """,
+    "train.py": """
+        from collections import defaultdict
+
+        from pkg.meters import accumulate
+
+
+        def train(model, opt, crit, loader):
+            totals = defaultdict(float)
+            for x, y in loader:
+                loss = crit(model(x), y)
+                loss.backward()
+                accumulate(totals, "loss", loss)
+                opt.step()
+                opt.zero_grad()
+            print(dict(totals))
+    """,
+}
+
+
+def test_a_helper_of_another_module_that_sums_the_loss_into_the_callers_dict(tmp_path, monkeypatch):
+    _write(tmp_path, RECORD_PROJECT)
+    monkeypatch.chdir(tmp_path)
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert result.error is None, result.error
+    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    assert set(found) == {("train.py", "ACC002", 11)}
+    assert "(`accumulate()` keeps it in `totals`, line 2 of `meters.py`)" in found[("train.py", "ACC002", 11)].message

@@ -150,10 +150,57 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
                 yield func.value.id, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
 
 
+def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str, Stmt]]:
+    """A function that stores one of its arguments into another (`def record(store, value):
+    store.append(value)`, `totals[name] += value`), with no reset of the store inside it:
+    (store parameter, value parameter, the store statement)."""
+    memo: dict[int, list[tuple[str, str, Stmt]]] = facts.cached("acc002_kept_arguments", dict)
+    if id(function) in memo:
+        return memo[id(function)]
+    kept: list[tuple[str, str, Stmt]] = []
+    params = list(function.params)
+    for holder, value, stmt in _accumulations(function, lambda s: True):
+        if holder not in params or next(lifetimes.resets(function, holder), None) is not None:
+            continue
+        for param in params:
+            if param != holder and _reads_parameter(value, param):
+                kept.append((holder, param, stmt))
+                break
+    memo[id(function)] = kept
+    return kept
+
+
+def _helper_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
+    """`record(losses, loss)` where the project's function `record` appends its second argument to
+    its first: a store into the caller's `losses`, made at the call (where `.detach()` belongs)."""
+    for site in scope.calls:
+        node = site.stmt.node
+        if not keep(site.stmt) or not isinstance(node, ast.Expr) or node.value is not site.call:
+            continue
+        if not isinstance(site.call.func, ast.Name) or any(isinstance(a, ast.Starred) for a in site.call.args):
+            continue
+        callee = facts.analysed.resolver.resolve(site.call, scope)
+        if callee is None or callee.scope is scope or callee.scope.class_node is not None:
+            continue
+        kept = _kept_arguments(facts, callee.scope)
+        if not kept:
+            continue
+        bound = dict(zip(callee.scope.params, site.call.args))
+        bound.update({kw.arg: kw.value for kw in site.call.keywords if kw.arg is not None})
+        for holder, param, stmt in kept:
+            store, value = dotted(bound.get(holder)), bound.get(param)
+            if store is None or value is None:
+                continue
+            where = "" if callee.module is facts.analysed else f" of `{callee.module.path.name if callee.module.path else '?'}`"
+            line = getattr(stmt.node, "lineno", "?")
+            yield store, value, site.stmt, f"`{callee.scope.name}()` keeps it in `{holder}`, line {line}{where}"
+
+
 def _stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
     for name, value, stmt in _accumulations(scope, keep):
         yield name, value, stmt, ""
     yield from _meter_stores(facts, scope, keep)
+    yield from _helper_stores(facts, scope, keep)
 
 
 def _callers(facts: ModuleFacts, scope: Scope):
