@@ -1252,3 +1252,37 @@ def test_acc007_patched_apply_gradients_resetting_every_call():
     ).replace("self.accu_gradients[i].assign_add(grad)", "self.accu_gradients[i].assign_add(grad / tf.cast(self.n, grad.dtype))")
     codes = [(code, row) for code, row in found(text) if code == "ACC007"]
     assert codes == [(code, row) for code, row in marked(text)]
+
+
+def test_acc001_k_is_the_gate_of_the_apply_not_a_logging_frequency():
+    text = src(CUSTOM_LOOP_SUM).replace(
+        "    grads = tape.gradient(loss, model.trainable_variables)\n",
+        "    grads = tape.gradient(loss, model.trainable_variables)\n    if step % log_every == 0:\n        print(step, float(loss))\n",
+    ).replace("accum_steps = 4\n", "accum_steps = 4\nlog_every = 50\n")
+    assert_marked(text)
+    finding = check_source(text, "case.py").findings[0]
+    assert "`accum_steps`" in finding.message and "log_every" not in finding.message
+    fixed = fix_source(text, "case.py").fixed_source
+    assert fixed is not None and "tf.cast(accum_steps, grad.dtype)" in fixed
+
+
+def test_acc001_window_size_named_by_accumulation_among_two_counts():
+    """A tf.cond gate in another method and a logging count in sight: k is the accumulation's."""
+    text = src(TRAIN_STEP_COND_SUM).replace(
+        "        self.compiled_metrics.update_state(y, y_pred)\n",
+        "        if self.n_acum_step % self.log_every == 0:\n            tf.print(loss)\n        self.compiled_metrics.update_state(y, y_pred)\n",
+    )
+    assert_marked(text)
+    finding = check_source(text, "case.py").findings[0]
+    assert "`self.n_gradients`" in finding.message and finding.fix is not None
+
+
+def test_acc001_two_candidate_window_sizes_offer_no_fix():
+    """Two counts and neither says accumulation: k is not named, and no fix is offered."""
+    text = src(TRAIN_STEP_COND_SUM).replace("n_gradients", "n").replace(
+        "        self.compiled_metrics.update_state(y, y_pred)\n",
+        "        if self.n_acum_step % self.period == 0:\n            tf.print(loss)\n        self.compiled_metrics.update_state(y, y_pred)\n",
+    )
+    assert_marked(text)
+    finding = check_source(text, "case.py").findings[0]
+    assert finding.fix is None and "steps k:" in finding.message

@@ -26,6 +26,7 @@ SUM, MEAN, UNKNOWN = "sum", "mean", "unknown"
 BACKWARD, STEP = "backward", "step"  # EventKind values (events imports this module)
 _MAX_HOPS = 6
 _DIVIDING_FUNCTIONS = frozenset({"divide", "truediv", "div", "divide_no_nan"})
+_WINDOW_WORDS = ("accum", "grad", "update", "micro")
 
 
 @dataclass(eq=False, repr=False)
@@ -481,9 +482,8 @@ def applied_as_sum(accumulator: Accumulator, applied: Applied, facts: ModuleFact
     return True
 
 
-def window_size(accumulator: Accumulator) -> Optional[ast.expr]:
-    """The k the code counts the window to: `tf.math.mod(step, k)`, `step % k`, or a counter
-    that is incremented by one and compared with k (`tf.equal(self.count, self.k)`)."""
+def _counters(accumulator: Accumulator) -> set[str]:
+    """Names incremented by one in the accumulator's functions (`self.count.assign_add(1)`, `step += 1`)."""
     counters: set[str] = set()
     for scope in accumulator.scopes:
         for site in scope.calls:
@@ -494,27 +494,63 @@ def window_size(accumulator: Accumulator) -> Optional[ast.expr]:
             if any(d.kind == "aug" and d.op == "AddAssign" and int_value(d.value) == 1 for d in definitions):
                 counters.add(name)
     counters.discard("")
+    return counters
+
+
+def _sizes_in(expr: ast.AST, counters: set[str]) -> Iterator[ast.expr]:
+    """The k of `step % k`, `tf.math.mod(step, k)`, `tf.equal(count, k)` or `count == k` in an expression."""
+    for sub in walk(expr):
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod) and not isinstance(sub.left, ast.Constant):
+            yield sub.right
+        elif isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.MODULO_FUNCTIONS and len(sub.args) == 2:
+            yield sub.args[1]
+        pair: Optional[tuple[ast.expr, ast.expr]] = None
+        if isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.EQUALITY_FUNCTIONS and len(sub.args) == 2:
+            pair = (sub.args[0], sub.args[1])
+        elif isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.Eq, ast.GtE)):
+            pair = (sub.left, sub.comparators[0])
+        if pair is not None:
+            for counter, k in (pair, pair[::-1]):
+                if dotted(counter) in counters and not isinstance(k, ast.Constant):
+                    yield k
+
+
+def _inspected(stmt: Stmt) -> list[ast.AST]:
+    """The expressions a statement evaluates itself (a compound statement's header only)."""
+    node = stmt.node
+    if isinstance(node, (ast.If, ast.While)):
+        return [node.test]
+    if isinstance(node, FOR_LOOPS):
+        return [node.iter]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [item.context_expr for item in node.items]
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try, ast.Match)):
+        return []
+    return [node]
+
+
+def window_size(accumulator: Accumulator, applied: Optional[Applied] = None) -> Optional[ast.expr]:
+    """The k the code counts the window to: `tf.math.mod(step, k)`, `step % k`, or a counter
+    that is incremented by one and compared with k (`tf.equal(self.count, self.k)`). The gate
+    around the apply decides; otherwise the one such k the accumulator's functions count to
+    (none when they count to several: a logging frequency is no window)."""
+    counters = _counters(accumulator)
+    if applied is not None:
+        for node, _ in reversed(applied.stmt.path):
+            if isinstance(node, ast.If):
+                for k in _sizes_in(node.test, counters):
+                    return k
+    candidates: dict[str, ast.expr] = {}
     for scope in accumulator.scopes:
         for stmt in scope.stmts:
-            node = stmt.node
-            inspected = node.test if isinstance(node, (ast.If, ast.While)) else node
-            if not stmt.is_statement or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if not stmt.is_statement:
                 continue
-            for sub in walk(inspected):
-                if isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod) and not isinstance(sub.left, ast.Constant):
-                    return sub.right
-                if isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.MODULO_FUNCTIONS and len(sub.args) == 2:
-                    return sub.args[1]
-                pair: Optional[tuple[ast.expr, ast.expr]] = None
-                if isinstance(sub, ast.Call) and last_part(dotted(sub.func)) in keras.EQUALITY_FUNCTIONS and len(sub.args) == 2:
-                    pair = (sub.args[0], sub.args[1])
-                elif isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.Eq, ast.GtE)):
-                    pair = (sub.left, sub.comparators[0])
-                if pair is not None:
-                    for counter, k in (pair, pair[::-1]):
-                        if dotted(counter) in counters and not isinstance(k, ast.Constant):
-                            return k
-    return None
+            for expr in _inspected(stmt):
+                for k in _sizes_in(expr, counters):
+                    candidates.setdefault(ast.unparse(k), k)
+    if len(candidates) > 1:  # the one whose name says accumulation (`accum_iters`, not `total_batches`)
+        candidates = {t: k for t, k in candidates.items() if any(w in t.lower() for w in _WINDOW_WORDS)}
+    return next(iter(candidates.values())) if len(candidates) == 1 else None
 
 
 # --- optimizers that accumulate by themselves (Keras 3 `gradient_accumulation_steps`) ----------

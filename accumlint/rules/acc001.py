@@ -115,10 +115,10 @@ def _readable(k: ast.expr, scope: Scope, facts: ModuleFacts) -> bool:
 def _accumulated(facts: ModuleFacts) -> Iterator[Violation]:
     """Gradients added up by hand in accumulator variables and applied as their sum."""
     for accumulator in accumulators.of_module(facts):
-        k = accumulators.window_size(accumulator)
         for applied in accumulator.applied:
             if not accumulators.applied_as_sum(accumulator, applied, facts):
                 continue
+            k = accumulators.window_size(accumulator, applied)
             k_text = f"`{facts.source.segment(k)}`" if k is not None else "k"
             yield Violation(
                 CODE,
