@@ -331,7 +331,7 @@ def of_collected(collected: Collected) -> list[Accumulator]:
     """The accumulators of a module, found once per parse."""
     known = _FOUND.get(id(collected))
     if known is None or known[0] is not collected:
-        if len(_FOUND) > 256:
+        if len(_FOUND) > 32:
             _FOUND.clear()
         known = _FOUND[id(collected)] = (collected, find(collected))
     return known[1]
