@@ -250,6 +250,14 @@ def test_a_no_grad_method_of_an_imported_class_returns_no_graph(tmp_path):
     result = engine.check_source(path.read_bytes(), str(path))
     assert result.error is None, result.error
     assert result.findings == []
+    # A value computed from the prediction by tensor ops: graph-free only because of no_grad.
+    module = (tmp_path / "augment.py").read_text().replace("return self.p", "return torch.sign(pred).mean() * 0.01 + self.p")
+    (tmp_path / "augment.py").write_text(module)
+    result = engine.check_source(path.read_bytes(), str(path))
+    assert result.findings == []
+    (tmp_path / "augment.py").write_text(module.replace("    @torch.no_grad()\n", ""))
+    result = engine.check_source(path.read_bytes(), str(path))
+    assert [f.code for f in result.findings] == ["ACC003"]
 
 
 def test_a_float_from_the_command_line_annealed_at_module_level_is_no_carried_state():
