@@ -1286,3 +1286,30 @@ def test_acc001_two_candidate_window_sizes_offer_no_fix():
     assert_marked(text)
     finding = check_source(text, "case.py").findings[0]
     assert finding.fix is None and "steps k:" in finding.message
+
+
+def test_compiled_loss_normalised_by_its_token_count_is_no_double_division():
+    """A loss function that divides by the number of unmasked steps, compiled with an optimizer that
+    accumulates: a per-batch normalisation, not a division by the window."""
+    text = src('''
+        import keras
+        import tensorflow as tf
+
+
+        def masked_crossentropy(y_true, y_pred):
+            per_step = tf.keras.losses.categorical_crossentropy(y_true, y_pred)
+            mask = tf.cast(tf.reduce_sum(y_true, axis=-1) > 0, tf.float32)
+            return tf.reduce_sum(per_step * mask) / tf.reduce_sum(mask)
+
+
+        def compiled(model, gradient_accumulation_steps=4):
+            model.compile(optimizer=keras.optimizers.AdamW(gradient_accumulation_steps=gradient_accumulation_steps),
+                          loss=masked_crossentropy)
+            return model
+    ''')
+    assert found(text) == []
+    # ... and the same loss also divided by the optimizer's window is divided twice.
+    twice = text.replace("/ tf.reduce_sum(mask)", "/ tf.reduce_sum(mask) / GAS").replace(
+        "def compiled(model, gradient_accumulation_steps=4):", "GAS = 4\n\n\ndef compiled(model):"
+    ).replace("AdamW(gradient_accumulation_steps=gradient_accumulation_steps)", "AdamW(gradient_accumulation_steps=GAS)")
+    assert found(twice) == [("ACC010", 8)]
