@@ -806,3 +806,110 @@ def test_trainer_keeping_an_unnamed_module_output_on_self():
                 self.features.append(feat)  # <ACC002
     """)
     assert_reported(source)
+
+
+def test_gradient_helpers_in_another_module(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "penalties.py": """
+            import torch
+
+
+            def grad_norm(loss, params):
+                grads = torch.autograd.grad(loss, params, retain_graph=True)
+                return grads[0].norm()
+
+
+            def gradient_penalty(critic, real):
+                real.requires_grad_(True)
+                score = critic(real).sum()
+                grads = torch.autograd.grad(score, real, create_graph=True)[0]
+                return ((grads.norm(2, dim=1) - 1) ** 2).mean()
+        """,
+        "train.py": """
+            from penalties import grad_norm, gradient_penalty
+
+
+            def train(model, critic, loader, optimizer, params):
+                norms, penalties = [], []
+                for x, y in loader:
+                    loss = model(x, y)
+                    norms.append(grad_norm(loss, params))
+                    gp = gradient_penalty(critic, x)
+                    (loss + gp).backward()
+                    optimizer.step()
+                    optimizer.zero_grad()
+                    penalties.append(gp)
+                print(len(norms), len(penalties))
+        """,
+    })
+    path = tmp_path / "train.py"
+    findings = found(path.read_text(), str(path))
+    # the norm of gradients taken without create_graph is graph-free; the penalty is not
+    assert [(f.location.row, f.code) for f in findings] == [(13, "ACC002")]
+    assert "`penalties`" in findings[0].message
+
+
+EVAL_METER = _src("""
+    import torch
+
+
+    class Meter:
+        def __init__(self):
+            self.outputs = []
+
+        def add(self, output):
+            self.outputs.append(output)
+
+        def mean(self):
+            return torch.cat(self.outputs).mean().item()
+
+
+    def evaluate(model, val_loader):
+        model.eval()
+        meter = Meter()
+        for x, y in val_loader:
+            out = model(x)
+            meter.add(out)  # <ACC002
+        return meter.mean()
+""")
+
+
+def test_evaluation_pass_filling_a_meter_in_the_same_module():
+    findings = assert_reported(EVAL_METER)
+    assert "`Meter.add` keeps it in `self.outputs`" in findings[0].message
+    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"
+
+
+@pytest.mark.parametrize("old, new", [
+    ("meter.add(out)  # <ACC002", "meter.add(out.detach())"),
+    ("self.outputs.append(output)", "self.outputs.append(output.detach())"),
+    ("def evaluate(model, val_loader):", "@torch.no_grad()\ndef evaluate(model, val_loader):"),
+    ("    return meter.mean()", "    return meter"),  # the meter itself is handed out
+])
+def test_evaluation_pass_with_a_meter_that_keeps_no_graph(old, new):
+    assert old in EVAL_METER
+    assert_clean(EVAL_METER.replace(old, new).replace("  # <ACC002", ""))
+
+
+def test_trainer_validation_method_filling_a_meter():
+    source = _src("""
+        class Meter:
+            def __init__(self):
+                self.total = 0.0
+
+            def update(self, value, n):
+                self.total += value * n
+
+
+        class Trainer:
+            def validate(self, val_loader):
+                self.model.eval()
+                meter = Meter()
+                for x, y in val_loader:
+                    loss = self.criterion(self.model(x), y)
+                    meter.update(loss, x.size(0))  # <ACC002
+                print(meter.total)
+    """)
+    assert_reported(source)
+    assert_clean(source.replace("meter.update(loss, x.size(0))  # <ACC002", "meter.update(loss.item(), x.size(0))"))

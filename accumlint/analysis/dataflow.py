@@ -545,6 +545,8 @@ def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: 
             _, method = method_of(node)
             if method in _NO_GRAPH_METHODS:
                 continue
+            if flow._canonical(dotted(node.func) or "") == "torch.autograd.grad" and not is_true(keyword(node, "create_graph")):
+                continue  # gradients taken without create_graph carry no graph
         if name is not None:
             head = name.split(".", 1)[0]
             if head in params:

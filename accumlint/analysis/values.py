@@ -274,6 +274,8 @@ class ValueKinds:
             if inside.startswith(_TORCH_HOST) or last_part(full) in _TUPLE_FUNCTIONS:
                 return UNKNOWN
             return TENSOR
+        if receiver is not None and method in _TENSOR_METHODS and instance_method(self.flow, call, at) is not None:
+            return self._returned(call, at, depth)  # `meter.mean()` of a project class: what it returns
         if receiver is not None and method in {"split", "chunk", "unbind", "tensor_split"}:
             return TENSORS if self.of(receiver, at, depth + 1) == TENSOR else UNKNOWN
         if receiver is not None and method in _TENSOR_METHODS:
