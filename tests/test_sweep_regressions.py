@@ -559,3 +559,4 @@ def test_an_optimizer_wrapper_whose_step_zeroes_clears_the_gradients():
     found = check(OPTIM_WRAPPER.format(clear="pass"))
     assert {(f.code, f.location.row) for f in found} == {("ACC014", 23), ("ACC014", 30)}
     assert all(f.fix is None for f in found)
+    assert all("zero the wrapped optimizer's gradients in that `step()`" in f.message for f in found)

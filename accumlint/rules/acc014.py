@@ -313,7 +313,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     zeroed_before = any(e.kind == ZERO and e.order < loop.first_order and not loop.contains(e.stmt) for e in sf.events)
     fix = {} if wrapped else _fixes(facts, sf, loop, steps, reach, read_after)  # no zero_grad() known on a wrapper
     for step in steps:
-        message = _message(step, zeroed_before, _optimizer_of(step))
+        message = _message(step, zeroed_before, _optimizer_of(step), wrapper=id(step) in wrapped)
         yield Violation(CODE, message, (step.call or step.stmt.node), fix.get(id(step)))
 
 
@@ -348,7 +348,7 @@ def _fixes(
     return fixes
 
 
-def _message(step: Event, zeroed_before: bool, optimizer: Optional[str]) -> str:
+def _message(step: Event, zeroed_before: bool, optimizer: Optional[str], wrapper: bool = False) -> str:
     if step.helper is not None:
         what = f"`{step.helper}()` runs the optimizer step every iteration of this loop, after backward"
     else:
@@ -359,9 +359,14 @@ def _message(step: Event, zeroed_before: bool, optimizer: Optional[str]) -> str:
         if zeroed_before
         else "nothing in the loop, the functions it calls or its step block zeroes the gradients"
     )
+    advice = (
+        "zero the wrapped optimizer's gradients in that `step()` or right after it"
+        if wrapper
+        else f"add `{optimizer or 'optimizer'}.zero_grad()` after the step"
+    )
     return (
         f"{what}, but {when}: every update applies the sum of all earlier gradients, a window that "
-        f"is never reset (add `{optimizer or 'optimizer'}.zero_grad()` after the step)"
+        f"is never reset ({advice})"
     )
 
 
