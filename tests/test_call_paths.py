@@ -553,3 +553,40 @@ def test_a_helper_of_another_module_that_sums_the_loss_into_the_callers_dict(tmp
     found = {(f.filename, f.code, f.location.row): f for f in result.findings}
     assert set(found) == {("train.py", "ACC002", 11)}
     assert "(`accumulate()` keeps it in `totals`, line 2 of `meters.py`)" in found[("train.py", "ACC002", 11)].message
+
+
+def test_state_carried_two_methods_down_names_the_method_in_between():
+    source = """
+        import torch.nn as nn
+
+
+        class Trainer:
+            def __init__(self):
+                self.rnn = nn.GRU(10, 20)
+                self.hidden = None
+
+            def forward(self, x):
+                out, self.hidden = self.rnn(x, self.hidden)
+                return out
+
+            def training_step(self, batch):
+                x, y = batch
+                return self.crit(self.forward(x), y)
+
+            def train(self, loader):
+                for batch in loader:
+                    loss = self.training_step(batch)
+                    loss.backward()
+                    self.opt.step()
+                    self.opt.zero_grad()
+    """
+    found = findings(source)
+    row = line_of(source, "out, self.hidden = self.rnn(")
+    assert set(found) == {("ACC003", row)}
+    call = line_of(source, "loss = self.training_step(batch)")
+    assert f"(called every iteration from `train`, line {call}, through `training_step()`)" in found[("ACC003", row)].message
+    fixed = engine.fix_source(textwrap.dedent(source).lstrip(), "t.py").fixed_source
+    assert "            loss.backward()\n            self.hidden = self.hidden.detach()\n" in fixed
+    # a method that computes something it does not return (logging) is not on the path
+    logged = source.replace("return self.crit(self.forward(x), y)", "self.log(self.forward(x))\n                return self.crit(x, y)")
+    assert findings(logged) == {}

@@ -11,7 +11,7 @@ import ast
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
-from accumlint.analysis.collect import Definition, Loop, Occurrence, Scope, Stmt
+from accumlint.analysis.collect import CallSite, Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, is_true, keyword, last_part
 from accumlint.analysis.lifetimes import own_attribute
@@ -204,11 +204,23 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         yield from _in_called_methods(facts, sf, reported)
 
 
+def _self_calls_feeding(scope: Scope, keep, graph: set[str], feeding: set[int]):
+    """The `self.m(...)` call sites of `scope` among the statements `keep` selects whose result
+    feeds `graph` (what a backward, or the method's return, runs through)."""
+    for site in scope.calls:
+        func = site.call.func
+        if not keep(site.stmt) or not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"):
+            continue  # a method of the same object: its `self.` state is the caller's state
+        if _feeds_backward(site.stmt, scope, graph, feeding):
+            yield site
+
+
 def _in_called_methods(facts: ModuleFacts, sf, reported: set[int]) -> Iterator[Violation]:
     """State on `self` that a method carries from one call to the next (`out, self.hidden =
     self.rnn(x, self.hidden)` in `forward_step`), where a loop calls that method on the same object
-    every iteration and runs backward on what it returns: reported in the method, with the call
-    that makes it a bug. Not when the loop itself resets or detaches that state."""
+    every iteration (directly, or through methods that return its result) and runs backward on
+    what it returns: reported in the method, with the calls that make it a bug. Not when the loop
+    itself resets or detaches that state."""
     scope = sf.scope
     for loop in scope.loops:
         backwards = [e for e in sf.events if e.kind == BACKWARD and not e.helper and loop.contains(e.stmt)]
@@ -217,22 +229,31 @@ def _in_called_methods(facts: ModuleFacts, sf, reported: set[int]) -> Iterator[V
         graph = backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt) and not e.helper)
         backward_stmts = {id(e.stmt) for e in backwards}
         managed = {o.name for o in scope.occurrences if loop.contains(o.stmt) and (o.write or o.detached)}
-        for site in scope.calls:
-            func = site.call.func
-            if not loop.contains(site.stmt) or site.stmt.order > backwards[-1].order:
+        last = backwards[-1].order
+        # (call site, the scope it is in, that scope's module, the methods in between, the loop's call)
+        pending: list[tuple[CallSite, Scope, AnalysedModule, tuple[str, ...], CallSite]] = [
+            (site, scope, facts.analysed, (), site)
+            for site in _self_calls_feeding(scope, lambda st: loop.contains(st) and st.order <= last, graph, backward_stmts)
+        ]
+        seen: set[int] = set()
+        while pending:
+            site, caller, caller_module, through, loop_site = pending.pop(0)
+            callee = caller_module.resolver.resolve(site.call, caller)
+            if callee is None or callee.scope is caller or callee.scope.class_node is None or id(callee.scope) in seen:
                 continue
-            if not (isinstance(func, ast.Attribute) and dotted(func.value) == "self"):
-                continue  # a method of the same object: its `self.` state is this loop's state
-            if not _feeds_backward(site.stmt, scope, graph, backward_stmts):
-                continue
-            callee = facts.analysed.resolver.resolve(site.call, scope)
-            if callee is None or callee.scope is scope or callee.scope.class_node is None:
-                continue
+            seen.add(id(callee.scope))
             method = _method_span(callee.scope)
             if method is None or not callee.scope.returns:
                 continue
             # What the method returns is what the loop's backward runs through.
             returned = [Event(BACKWARD, stmt, None, tensor=value) for value, stmt in callee.scope.returns]
+            if len(through) < 3:
+                returns_graph = backward_ancestry(callee.scope, returned)
+                return_stmts = {id(e.stmt) for e in returned}
+                pending.extend(
+                    (inner, callee.scope, callee.module, (*through, callee.scope.name), loop_site)
+                    for inner in _self_calls_feeding(callee.scope, method.contains, returns_graph, return_stmts)
+                )
             carried = _carried(callee.scope, method, callee.module, returned)
             group = [(name, ds[-1]) for name, ds in carried.items() if name not in managed]
             if not group:
@@ -242,7 +263,9 @@ def _in_called_methods(facts: ModuleFacts, sf, reported: set[int]) -> Iterator[V
                 continue
             reported.add(id(stmt.node))
             names = ", ".join(f"`{n}`" for n, _ in group)
-            path = f"called every iteration from `{scope.name}`, line {getattr(site.stmt.node, 'lineno', '?')}"
+            path = f"called every iteration from `{scope.name}`, line {getattr(loop_site.stmt.node, 'lineno', '?')}"
+            if through:
+                path += ", through " + ", ".join(f"`{name}()`" for name in through)
             message = (
                 f"{names} lives on the object and carries one call's autograd graph into the next call of "
                 f"`{callee.scope.name}`, while backward runs every iteration ({path}): detach it after backward"
