@@ -1313,3 +1313,40 @@ def test_compiled_loss_normalised_by_its_token_count_is_no_double_division():
         "def compiled(model, gradient_accumulation_steps=4):", "GAS = 4\n\n\ndef compiled(model):"
     ).replace("AdamW(gradient_accumulation_steps=gradient_accumulation_steps)", "AdamW(gradient_accumulation_steps=GAS)")
     assert found(twice) == [("ACC010", 8)]
+
+
+def test_acc005_keras3_custom_loop():
+    text = src('''
+        import keras
+        import numpy as np
+        import tensorflow as tf
+
+        model = keras.Sequential([keras.Input((16,)), keras.layers.Dense(1)])
+        optimizer = keras.optimizers.SGD(0.1)
+        x_all, y_all = np.random.normal(size=(100, 16)), np.random.normal(size=(100, 1))
+        batches = [(x_all[i:i + 8], y_all[i:i + 8]) for i in range(0, 100, 8)]
+        k = 4
+        sums = [keras.Variable(keras.ops.zeros_like(v), trainable=False) for v in model.trainable_variables]
+        for epoch in range(3):
+            for step, (x, y) in enumerate(batches):
+                with tf.GradientTape() as tape:
+                    loss = keras.ops.mean(keras.losses.mean_squared_error(y, model(x)))
+                grads = tape.gradient(loss, model.trainable_variables)
+                for total, grad in zip(sums, grads):
+                    total.assign_add(grad / k)
+                if (step + 1) % k == 0:  # <ACC005
+                    optimizer.apply(sums, model.trainable_variables)
+                    for total in sums:
+                        total.assign(keras.ops.zeros_like(total))
+    ''')
+    assert_marked(text)
+
+
+def test_acc007_accumulation_wrapper_class_resetting_every_call():
+    text = src(WRAPPER_CLASS_SUM).replace("  # <ACC001", "").replace(
+        "        grads_and_vars = list(grads_and_vars)\n",
+        "        grads_and_vars = list(grads_and_vars)\n"
+        "        for acc in self.grads:  # <ACC007\n"
+        "            acc.assign(tf.zeros_like(acc))\n",
+    ).replace("acc.assign_add(grad)", "acc.assign_add(grad / self.steps)")
+    assert_marked(text)
