@@ -1,11 +1,11 @@
 """`# noqa` comments: which findings they silence, and warnings for the ones that are malformed.
 
 Per line, as ruff reads them:
-- `# noqa` alone (or followed by another `#` comment) silences every code on that line;
+- `# noqa` alone, or followed by another `#` comment or by free text that names no code
+  (`# noqa - the sum is intended`), silences every code on that line;
 - `# noqa: ACC001, ACC005` silences those codes;
-- anything else after `noqa` (`# noqa ACC001`, a missing colon; `# noqa:` with no code) is an
-  invalid directive: it silences nothing and draws a warning, so a typo never turns into a
-  blanket suppression.
+- a code without the colon (`# noqa ACC001`) or `# noqa:` with no code is an invalid directive:
+  it silences nothing and draws a warning, so a typo never turns into a blanket suppression.
 For a whole file, a comment line of its own: `# accumlint: noqa` (every code) or
 `# accumlint: noqa: ACC001, ACC005` (those codes).
 
@@ -27,6 +27,7 @@ from accumlint.registry import RULES
 _DIRECTIVE = re.compile(r"#\s*noqa(?![\w-])(?P<rest>[^#]*)", re.IGNORECASE)
 _FILE_DIRECTIVE = re.compile(r"^\s*#\s*accumlint\s*:\s*noqa(?![\w-])(?P<rest>[^#]*)", re.IGNORECASE)
 _CODE = re.compile(r"[A-Z]+[0-9]+")
+_CODE_LIKE = re.compile(r"[A-Za-z]+[0-9]+\b")  # what a code with a typo or a missing colon starts with
 _SEPARATOR = re.compile(r"[\s,]+")
 OUR_PREFIX = "ACC"
 
@@ -55,6 +56,8 @@ def _parse_rest(rest: str) -> Directive:
     if not stripped:
         return Directive()
     if not stripped.startswith(":"):
+        if not _CODE_LIKE.match(stripped):
+            return Directive()  # an explanation after a bare noqa
         return Directive(problem="expected `:` followed by a comma-separated list of codes "
                                  "(e.g., `# noqa: ACC001, ACC005`)")
     items = [item for item in _SEPARATOR.split(stripped[1:].strip()) if item]

@@ -28,6 +28,9 @@ LINE = "    loss.backward()"
         ("  # noqa: ACC0011", False),
         ("  # no qa", False),
         ("  # noqa ACC001", False),  # no colon: not a blanket noqa either (a warning says so)
+        ("  # noqa acc001", False),
+        ("  # noqa - the sum over micro-batches is intended", True),  # an explanation, no code
+        ("  # noqa (k is 1 in this script)", True),
         ("  # noqa: acc001", False),
         ("  # noqa:", False),
     ],
@@ -105,6 +108,8 @@ def test_file_level_noqa_in_a_notebook_cell_covers_the_notebook(project, invoke)
 def test_parser_units():
     assert noqa.suppressed("x  # noqa", "ACC001")
     assert not noqa.suppressed("x  # noqa ACC001", "ACC001")
+    assert noqa.suppressed("x  # noqa - kept on purpose", "ACC002")
+    assert noqa.problems("x  # noqa - kept on purpose\ny  # noqa because of E501\n") == []
     assert noqa.suppressed("x  # noqa:ACC001,ACC002", "ACC002")
     assert noqa.file_directive("# accumlint: noqa: ACC001\n# accumlint: noqa: ACC005\n").codes == {"ACC001", "ACC005"}
     assert noqa.file_directive("x = 1  # noqa\n") is None
