@@ -553,6 +553,11 @@ def test_a_helper_of_another_module_that_sums_the_loss_into_the_callers_dict(tmp
     found = {(f.filename, f.code, f.location.row): f for f in result.findings}
     assert set(found) == {("train.py", "ACC002", 11)}
     assert "(`accumulate()` keeps it in `totals`, line 2 of `meters.py`)" in found[("train.py", "ACC002", 11)].message
+    # the same through the module's name
+    source = RECORD_PROJECT["train.py"].replace("from pkg.meters import accumulate", "import pkg.meters as meters")
+    _write(tmp_path, {"train.py": source.replace("accumulate(totals", "meters.accumulate(totals")})
+    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
+    assert {(f.code, f.location.row) for f in result.findings} == {("ACC002", 11)}
 
 
 def test_state_carried_two_methods_down_names_the_method_in_between():

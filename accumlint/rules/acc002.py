@@ -177,11 +177,11 @@ def _helper_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str
         node = site.stmt.node
         if not keep(site.stmt) or not isinstance(node, ast.Expr) or node.value is not site.call:
             continue
-        if not isinstance(site.call.func, ast.Name) or any(isinstance(a, ast.Starred) for a in site.call.args):
+        if any(isinstance(a, ast.Starred) for a in site.call.args):
             continue
         callee = facts.analysed.resolver.resolve(site.call, scope)
         if callee is None or callee.scope is scope or callee.scope.class_node is not None:
-            continue
+            continue  # a function (`record(...)`, `utils.record(...)`), not a method: no `self` to skip
         kept = _kept_arguments(facts, callee.scope)
         if not kept:
             continue
