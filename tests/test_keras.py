@@ -1350,3 +1350,40 @@ def test_acc007_accumulation_wrapper_class_resetting_every_call():
         "            acc.assign(tf.zeros_like(acc))\n",
     ).replace("acc.assign_add(grad)", "acc.assign_add(grad / self.steps)")
     assert_marked(text)
+
+
+# --- ACC014: accumulators never set back to zero --------------------------------------------------
+NEVER_RESET = '''
+import tensorflow as tf
+
+model = tf.keras.Sequential([tf.keras.layers.Dense(1)])
+model.build((None, 16))
+optimizer = tf.keras.optimizers.SGD(0.1)
+dataset = tf.data.Dataset.from_tensor_slices((tf.random.normal((96, 16)), tf.random.normal((96, 1)))).batch(8).repeat()
+k = 4
+accum = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]
+
+for step, (x, y) in enumerate(dataset.take(1000)):
+    with tf.GradientTape() as tape:
+        loss = tf.reduce_mean(tf.square(model(x, training=True) - y)) / k
+    grads = tape.gradient(loss, model.trainable_variables)
+    for a, g in zip(accum, grads):
+        a.assign_add(g)
+    if (step + 1) % k == 0:
+        optimizer.apply_gradients(zip(accum, model.trainable_variables))  # <ACC014
+'''
+
+
+def test_acc014_accumulators_never_reset():
+    assert_marked(src(NEVER_RESET))
+
+
+@pytest.mark.parametrize("extra", [
+    "        reset(accum)\n",  # handed to a function that may reset them
+    "        accum = [tf.Variable(tf.zeros_like(v), trainable=False) for v in model.trainable_variables]\n",  # re-created
+    "        for a in accum:\n            a.assign(a * 0.0)\n",  # set to zero another way
+    "        for a in accum:\n            a.assign_sub(a)\n",  # taken back out
+], ids=["helper", "re-created", "times-zero", "assign_sub"])
+def test_acc014_reset_in_any_form_is_clean(extra):
+    text = src(NEVER_RESET).replace("  # <ACC014", "") + extra
+    assert found(text) == []

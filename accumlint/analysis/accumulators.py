@@ -676,3 +676,58 @@ def window_resets(facts: ModuleFacts) -> Iterator[tuple[Accumulator, Stmt, Scope
             for stmt, _ in accumulator.resets:
                 if stmt.scope is scope and not any(isinstance(node, (ast.If, *FOR_LOOPS, ast.While)) for node, _ in stmt.path):
                     yield accumulator, stmt, scope
+
+
+# --- accumulators never set back to zero -------------------------------------------------------
+_HARMLESS_CALLS = frozenset({"zip", "enumerate", "len", "range", "list", "tuple", "print", "isinstance"})
+
+
+def _negative(expr: ast.expr) -> bool:
+    """`-g`, `-1 * g`: an addition that takes something back out."""
+    for node in walk(expr):
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and node.value < 0:
+            return True
+    return False
+
+
+def never_reset(facts: ModuleFacts) -> Iterator[tuple[Accumulator, Applied]]:
+    """Accumulators that are added to and applied, and that nothing in sight ever sets back to
+    zero, rescales, takes from, re-creates or hands to another function: each apply sends the sum
+    of every gradient since the start of training."""
+    for accumulator in of_module(facts):
+        if not accumulator.added or not accumulator.applied or accumulator.resets or accumulator.rescaled:
+            continue
+        if any(_negative(a.value) for a in accumulator.added):
+            continue
+        if _touched_elsewhere(accumulator):
+            continue
+        for applied in accumulator.applied:
+            yield accumulator, applied
+
+
+def _touched_elsewhere(accumulator: Accumulator) -> bool:
+    name = accumulator.name
+    applied = {id(a.call) for a in accumulator.applied}
+    added = {id(a.call) for a in accumulator.added if a.call is not None}
+    list_adds = {id(a.stmt) for a in accumulator.added if a.call is None}
+    for scope in accumulator.scopes:
+        definitions = [d for d in scope.definitions(name) if id(d.stmt) not in list_adds]
+        if len(definitions) > 1 or any(d.stmt.loops for d in definitions):
+            return True  # re-created, or rebound in a loop
+        for site in scope.calls:
+            call = site.call
+            if id(call) in applied or id(call) in added:
+                continue
+            receiver, method = method_of(call)
+            taken_back = method == keras.ADD_METHOD and call.args and _negative(call.args[0])
+            if receiver is not None and (method in {keras.ASSIGN_METHOD, "assign_sub", "clear", "pop"} or taken_back):
+                owner = _collection_of(receiver, site.stmt)
+                if owner == name or dotted(receiver) == name:
+                    return True
+            if last_part(dotted(call.func)) in _HARMLESS_CALLS:
+                continue
+            if any(name in names_in(arg) for arg in (*call.args, *(kw.value for kw in call.keywords))):
+                return True  # handed to a function that may reset it
+    return False

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint import frameworks
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, last_part, method_of, names_in, positional
@@ -394,3 +394,12 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             groups.setdefault(id(loop), (loop, []))[1].append(event)
         for loop, steps in groups.values():
             yield from _loop_findings(facts, sf, loop, steps)
+    for accumulator, applied in accumulators.never_reset(facts):
+        # Gradients added up by hand (Keras/TensorFlow) in variables nothing sets back to zero.
+        yield Violation(
+            CODE,
+            f"the gradients accumulated in `{accumulator.name}` are applied but never set back to zero: every "
+            f"update applies the sum of all earlier gradients, a window that is never reset (reset them "
+            f"after the apply)",
+            applied.call,
+        )
