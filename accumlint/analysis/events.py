@@ -166,7 +166,7 @@ def _accumulator_resets(collected: Collected) -> dict[int, list[Event]]:
     are added up by hand, this is the zeroing. (Keyed by id(scope), like the other events.)"""
     found: dict[int, list[Event]] = {}
     for stmt, call in accumulators.resets(collected):
-        found.setdefault(id(stmt.scope), []).append(Event(ZERO, stmt, call, None))
+        found.setdefault(id(stmt.scope), []).append(Event(ZERO, stmt, call, None, framework=Framework.KERAS))
     return found
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.analysis.windows import dedented_backwards
@@ -29,6 +30,9 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue
                 seen.add(id(event.stmt))
                 what = f"`{event.helper}()` zeroes gradients" if event.helper else "gradients are zeroed"
+                reaches = "reaches optimizer.step()"
+                if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:  # accumulator variables (Keras)
+                    what, reaches = "the accumulated gradients are set back to zero", "is applied"
                 fix = None
                 if event.call is not None and not event.helper:
                     zeroed_in_block = any(e.kind == ZERO and window.in_step_block(e.stmt) for e in sf.events)
@@ -40,7 +44,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 yield Violation(
                     CODE,
                     f"{what} every micro-step while the step runs once per window: only the last "
-                    f"micro-batch's gradient reaches optimizer.step()",
+                    f"micro-batch's gradient {reaches}",
                     event.stmt.node,
                     fix,
                 )
