@@ -4,7 +4,7 @@ and which statements run every micro-step versus once per window."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Optional, cast
+from typing import Callable, Iterable, Optional, cast
 
 import ast
 import re
@@ -731,13 +731,13 @@ def flag_dest(call: ast.Call) -> Optional[str]:
     return chosen.replace("-", "_") or None
 
 
-def flag_dests(module: ast.Module, names_k: Callable[[str], bool]) -> set[str]:
+def flag_dests(calls: Iterable[ast.Call], names_k: Callable[[str], bool]) -> set[str]:
     """The attributes of argparse flags any of whose option strings (or whose dest) reads as the
     accumulation steps: `add_argument("--gradient-accumulation-steps", dest="gas")` gives `gas`,
     `add_argument("--gas", "--gradient-accumulation-steps")` gives `gas` too."""
     found: set[str] = set()
-    for node in ast.walk(module):
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
+    for node in calls:
+        if not (isinstance(node.func, ast.Attribute) and node.func.attr == "add_argument"):
             continue
         dest = flag_dest(node)
         spellings = [a.value.lstrip("-").replace("-", "_") for a in node.args if isinstance(a, ast.Constant) and isinstance(a.value, str)]

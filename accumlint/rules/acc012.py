@@ -74,7 +74,8 @@ def accumulation_names(collected: Collected) -> set[str]:
     `self.cfg.grad_accum`, `accum_steps`, `gas = cfg["gradient_accumulation_steps"]`), and the names
     assigned from them or they from, minus those only ever bound to a literal 1."""
     found: set[str] = set()
-    dests = flag_dests(collected.module, _accumulation_name)  # `--gradient-accumulation-steps` with dest="gas"
+    calls = (site.call for scope in collected.scopes for site in scope.calls)
+    dests = flag_dests(calls, _accumulation_name)  # `--gradient-accumulation-steps` with dest="gas"
     for scope in collected.scopes:
         for occurrence in scope.occurrences:
             owner, _, last = occurrence.name.rpartition(".")
