@@ -913,3 +913,11 @@ def test_trainer_validation_method_filling_a_meter():
     """)
     assert_reported(source)
     assert_clean(source.replace("meter.update(loss, x.size(0))  # <ACC002", "meter.update(loss.item(), x.size(0))"))
+
+
+def test_evaluation_loop_taking_gradients_through_an_imported_grad():
+    source = SALIENCY.format(create=", create_graph=True").replace(
+        "import torch\n", "import torch\nfrom torch.autograd import grad\n").replace("torch.autograd.grad(", "grad(")
+    findings = assert_reported(source)
+    assert "no_grad" not in findings[0].message
+    assert_fix(source, {"maps.append(g.abs())  # <ACC002": "maps.append(g.abs().detach())  # <ACC002"})

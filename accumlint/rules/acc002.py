@@ -454,7 +454,7 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
         names = ", ".join(dict.fromkeys(f"`{n}`" for n, _, _, _ in kept))
         name, value, stmt, via = min(kept, key=lambda k: k[2].order)
         stored = f" ({via})" if via else ""
-        if _takes_gradients(scope, loop):
+        if _takes_gradients(facts, scope, loop):
             # `torch.autograd.grad(..., create_graph=True)` in the loop: no_grad would break it.
             backwarded = _backward_tensors(sf.events)
             yield Violation(
@@ -487,13 +487,17 @@ def _handed_out(facts: ModuleFacts, scope: Scope, name: str) -> bool:
     return False
 
 
-def _takes_gradients(scope: Scope, loop: Loop) -> bool:
-    """The loop calls `torch.autograd.grad` (a gradient penalty, a higher-order derivative)."""
-    return any(
-        loop.contains(site.stmt) and (dotted(site.call.func) or "").endswith("autograd.grad") or
-        loop.contains(site.stmt) and dotted(site.call.func) == "grad" and site.call.keywords
-        for site in scope.calls
-    )
+def _takes_gradients(facts: ModuleFacts, scope: Scope, loop: Loop) -> bool:
+    """The loop calls `torch.autograd.grad` (a gradient penalty, a higher-order derivative), by any
+    import name (`from torch.autograd import grad`)."""
+    imports = facts.collected.imports
+    for site in scope.calls:
+        name = dotted(site.call.func) or ""
+        head, dot, rest = name.partition(".")
+        full = f"{imports[head]}{dot}{rest}" if head in imports else name
+        if loop.contains(site.stmt) and full == "torch.autograd.grad":
+            return True
+    return False
 
 
 def _training_method(scope: Scope, events) -> bool:
