@@ -1387,3 +1387,17 @@ def test_acc014_accumulators_never_reset():
 def test_acc014_reset_in_any_form_is_clean(extra):
     text = src(NEVER_RESET).replace("  # <ACC014", "") + extra
     assert found(text) == []
+
+
+def test_comprehension_name_like_an_accumulator_is_not_its_apply():
+    text = src(CUSTOM_LOOP_SUM).replace("  # <ACC001", "").replace("for acc in accum:", "for a in accum:").replace(
+        "acc.assign(tf.zeros_like(acc))", "a.assign(tf.zeros_like(a))"
+    ).replace("for acc, g in zip(accum, grads):\n        acc.assign_add(g)", "for a, g in zip(accum, grads):\n        a.assign_add(g)")
+    text = text.replace("accum", "acc")
+    assert "ACC001" in [code for code, _ in found(text)]  # the collection is `acc` now
+    text = text.replace(
+        "optimizer.apply_gradients(zip(acc, model.trainable_variables))",
+        "optimizer.apply_gradients(zip([acc for acc in clipped(grads)], model.trainable_variables))",
+    )
+    assert "zip([acc for acc" in text
+    assert "ACC001" not in [code for code, _ in found(text)]

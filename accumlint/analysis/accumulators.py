@@ -311,7 +311,11 @@ def _gradient_like(value: ast.expr, stmt: Stmt) -> bool:
 
 
 def _applies(values: ast.expr, name: str, stmt: Stmt) -> bool:
-    if name in names_in(values):
+    bound = {
+        n.id for comp in walk(values) if isinstance(comp, (ast.ListComp, ast.GeneratorExp))
+        for generator in comp.generators for n in walk(generator.target) if isinstance(n, ast.Name)
+    }
+    if name in names_in(values) and name.split(".", 1)[0] not in bound:
         return True
     for kind, what, _ in _trace(values, stmt):
         if kind == "name" and what == name:
