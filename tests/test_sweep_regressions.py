@@ -560,3 +560,42 @@ def test_an_optimizer_wrapper_whose_step_zeroes_clears_the_gradients():
     assert {(f.code, f.location.row) for f in found} == {("ACC014", 23), ("ACC014", 30)}
     assert all(f.fix is None for f in found)
     assert all("zero the wrapped optimizer's gradients in that `step()`" in f.message for f in found)
+
+
+TWO_ACCELERATORS = """
+from accelerate import Accelerator
+
+
+def with_accumulate(args, model, opt, loader):
+    accelerator = Accelerator({first})
+    model, opt, loader = accelerator.prepare(model, opt, loader)
+    for batch in loader:
+        with accelerator.accumulate(model):
+            loss = model(batch)
+            accelerator.backward(loss)
+            opt.step()
+            opt.zero_grad()
+
+
+def by_hand(args, model, opt, loader):
+    accelerator = Accelerator({second})
+    model, opt, loader = accelerator.prepare(model, opt, loader)
+    for step, batch in enumerate(loader):
+        loss = model(batch) / args.gradient_accumulation_steps
+        accelerator.backward(loss)
+        if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+
+
+def test_one_accelerator_name_built_two_ways_in_two_functions_is_not_mixed_up():
+    gas = "gradient_accumulation_steps=args.gradient_accumulation_steps"
+    # Each function is right on its own: neither "never received the steps" nor "divided twice".
+    assert codes(TWO_ACCELERATORS.format(first=gas, second="")) == set()
+    swapped = TWO_ACCELERATORS.format(first=gas, second="")
+    head, first, second = swapped.split("\n\ndef ")
+    assert codes("\n\ndef ".join([head, second, first])) == set()
+    # Built the same way in both: each reading is certain again.
+    assert {code for code, _ in codes(TWO_ACCELERATORS.format(first="", second=""))} == {"ACC012"}
+    assert {code for code, _ in codes(TWO_ACCELERATORS.format(first=gas, second=gas))} == {"ACC010"}

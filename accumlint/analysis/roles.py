@@ -46,6 +46,10 @@ class Roles:
     by_name: dict[str, Role] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)  # passed through accelerator.prepare
     accelerator_gas: dict[str, Optional[ast.expr]] = field(default_factory=dict)
+    # Accelerator names built both with and without accumulation steps (two functions of one file):
+    # which one a loop uses is not told by the name, so the accumulating one is kept and rules that
+    # would report on either reading stay silent.
+    ambiguous_gas: set[str] = field(default_factory=set)
     ddp_models: set[str] = field(default_factory=set)
     imports: dict[str, str] = field(default_factory=dict)
     uses_deepspeed: bool = False
@@ -135,6 +139,12 @@ def infer_roles(collected: Collected) -> Roles:
             gas = keyword(value, accelerate.ACCUMULATION_STEPS_KEYWORD)
             if gas is None:
                 gas = keyword(value, accelerate.ACCUMULATION_PLUGIN_KEYWORD)
+            if definition.name in roles.accelerator_gas:
+                before = roles.accelerator_gas[definition.name]
+                if (before is None) != (gas is None) or (before is not None and gas is not None and ast.dump(before) != ast.dump(gas)):
+                    roles.ambiguous_gas.add(definition.name)
+                if gas is None:
+                    gas = before
             roles.accelerator_gas[definition.name] = gas
         if role == DDP:
             roles.ddp_models.add(definition.name)

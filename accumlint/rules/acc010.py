@@ -115,6 +115,8 @@ def _division_kept_from(event) -> bool:
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
+    if event.framework == Framework.ACCELERATE and event.receiver in facts.roles.ambiguous_gas:
+        return None  # built with and without accumulation steps in this file: which one is not in sight
     if event.framework == Framework.ACCELERATE and facts.roles.accumulating_accelerator(event.receiver):
         gas = facts.roles.accelerator_gas[event.receiver]
         if gas is None or isinstance(gas, ast.Call):
