@@ -194,3 +194,37 @@ def test_fsdp2_with_requires_gradient_sync_is_clean():
                 optimizer.step()
                 optimizer.zero_grad()
     """) == set()
+
+
+_RESCALED_RECIPE = """
+    class Recipe:
+        def __init__(self, cfg):
+            self._grad_scaler = {binding}
+            self._k = cfg.gradient_accumulation_steps
+
+        def train(self):
+            num_tokens = 0
+            for idx, batch in enumerate(self._loader):
+                num_tokens += (batch["labels"] != -100).sum()
+                loss = self._loss_fn(self._model(batch["tokens"]), batch["labels"])
+                loss.backward()
+                if (idx + 1) % self._k == 0:
+                    self._grad_scaler(self._model.parameters(), 1 / num_tokens)
+                    self._opt.step()
+                    self._opt.zero_grad()
+                    num_tokens = 0
+"""
+
+
+@pytest.mark.parametrize("binding", [
+    "training.scale_grads_",  # torchtune's in-place spelling, called through an attribute
+    "torch.compile(training.scale_grads_)",
+    "scale_grads",
+])
+def test_gradients_rescaled_through_an_alias_need_no_loss_division(binding):
+    assert "ACC001" not in {code for code, _ in codes(_RESCALED_RECIPE.format(binding=binding))}
+
+
+@pytest.mark.parametrize("binding", ["training.clip_grads_", "torch.compile(training.log_grads)"])
+def test_an_alias_of_anything_else_leaves_the_undivided_loss_reported(binding):
+    assert ("ACC001", 12) in codes(_RESCALED_RECIPE.format(binding=binding))

@@ -30,11 +30,31 @@ def rescales_grads(scope: Scope) -> bool:
                 return True
     for site in scope.calls:
         receiver, method = method_of(site.call)
-        if method in _GRAD_RESCALERS:
+        if _is_rescaler(method) or _bound_to_rescaler(dotted(site.call.func), scope):
             return True
         if method in {"div_", "mul_"} and receiver is not None:
             name = dotted(receiver) or ""
             if name.endswith(".grad") or name.endswith(".grad.data"):
+                return True
+    return False
+
+
+def _is_rescaler(name: str | None) -> bool:
+    # torchtune's in-place spelling ends in `_` (`training.scale_grads_`).
+    return name is not None and name.rstrip("_") in _GRAD_RESCALERS
+
+
+def _bound_to_rescaler(name: str | None, scope: Scope) -> bool:
+    """`self._grad_scaler(params, 1 / n)` after `self._grad_scaler = training.scale_grads_`."""
+    if name is None:
+        return False
+    for seen in scope.sight():
+        for definition in seen.definitions(name):
+            value = definition.value if definition.kind == "assign" else None
+            if isinstance(value, ast.Call) and value.args and (dotted(value.func) or "").endswith("compile"):
+                value = value.args[0]  # torch.compile(training.scale_grads_)
+            target = dotted(value) if value is not None else None
+            if target is not None and _is_rescaler(target.rsplit(".", 1)[-1]):
                 return True
     return False
 
