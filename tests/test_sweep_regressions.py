@@ -599,3 +599,27 @@ def test_one_accelerator_name_built_two_ways_in_two_functions_is_not_mixed_up():
     # Built the same way in both: each reading is certain again.
     assert {code for code, _ in codes(TWO_ACCELERATORS.format(first="", second=""))} == {"ACC012"}
     assert {code for code, _ in codes(TWO_ACCELERATORS.format(first=gas, second=gas))} == {"ACC010"}
+
+
+def test_acc009_needs_the_wrapping_in_sight_of_the_loop():
+    source = """
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+    def setup(model, distributed):
+        if distributed:
+            model = DDP(model)
+        return model
+
+
+    def train(model, opt, loader, k):
+        {wrap}for i, (x, y) in enumerate(loader):
+            loss = model(x, y) / k
+            loss.backward()
+            if (i + 1) % k == 0 or i + 1 == len(loader):
+                opt.step()
+                opt.zero_grad()
+    """
+    # `model` of `train` is a parameter: the bare model or setup's result, the file does not say.
+    assert codes(source.format(wrap="")) == set()
+    assert {code for code, _ in codes(source.format(wrap="model = DDP(model)\n        "))} == {"ACC009"}

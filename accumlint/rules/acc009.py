@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.collect import WITHS
+from accumlint.analysis.collect import WITHS, Scope
 from accumlint.analysis.events import BACKWARD
 from accumlint.analysis.exprs import dotted, method_of
 from accumlint import frameworks
@@ -82,6 +82,31 @@ def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     return None
 
 
+def _wrapped_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> bool:
+    """The DDP wrapping of `name` is the object this scope uses: made in this function or one
+    around it, or on `self` in a method of the same class (not the same name in another function,
+    where the parameter may be the bare model)."""
+    if name.startswith("self."):
+        owner: Optional[Scope] = scope
+        while owner is not None and owner.class_node is None:
+            owner = owner.parent
+        scopes = [s for s in facts.collected.scopes if owner is not None and s.class_node is owner.class_node]
+    else:
+        scopes = []
+        current: Optional[Scope] = scope
+        while current is not None:
+            scopes.append(current)
+            current = current.parent
+    for candidate in scopes:
+        for definition in candidate.definitions(name):
+            value = definition.value
+            if isinstance(value, ast.Call):
+                built = facts.roles.canonical(dotted(value.func)).rsplit(".", 1)[-1]
+                if built in ddp.WRAPPERS:
+                    return True
+    return False
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     ddp = facts.roles.ddp_models
     if not ddp:
@@ -98,6 +123,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 dotted(site.call.func) or "" for site in sf.scope.calls
                 if dotted(site.call.func) in ddp and window.micro_loop.contains(site.stmt)
             ]
+            used = [name for name in used if _wrapped_in_sight(name, sf.scope, facts)]
             uses_model = bool(used)
             model = used[0] if used else "model"
             backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
