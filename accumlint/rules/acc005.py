@@ -215,6 +215,12 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
     return False
 
 
+def _step_text(window: Window, facts: ModuleFacts) -> str:
+    """The step as the code writes it (`opt.step()`, `optimizer.apply_gradients()`)."""
+    call = window.step.call
+    return f"`{facts.source.segment(call.func)}()`" if call is not None else "the optimizer step"
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
@@ -236,6 +242,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if gate is None:
                 continue
             off_by_one = _off_by_one(window, start)
+            stepped = _step_text(window, facts)
             short = window.test.short_epoch_clause
             if (
                 short is None  # the gate is more than its `% k` test: report only
@@ -258,24 +265,24 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 message = (
                     f"the step is gated on `{facts.source.segment(gate.test)}` with `{counter}` counted from 0: it "
                     f"fires after the first batch alone (a one-batch first window), and the last "
-                    f"(len - 1) % {k_text} batches of each epoch never reach optimizer.step() in their epoch"
+                    f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
                     f"{_leftover(window, sf.events)}"
                 )
             elif window.micro_loop.implicit:
                 message = (
                     f"the step is gated on `% {k_text}` with no `or self.trainer.is_last_batch`: the last "
-                    f"len % {k_text} batches of each epoch never reach optimizer.step()"
+                    f"len % {k_text} batches of each epoch never reach {stepped}"
                 )
             elif short is not None:
                 message = (
                     f"the step is gated on `% {k_text}` and its end-of-data clause `{' '.join(facts.source.segment(short).split())}` "
                     f"fires only when an epoch is shorter than one window: for longer epochs the last "
-                    f"len % {k_text} batches never reach optimizer.step() in their epoch{_leftover(window, sf.events)}"
+                    f"len % {k_text} batches never reach {stepped} in their epoch{_leftover(window, sf.events)}"
                 )
             else:
                 message = (
                     f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
-                    f"the last len % {k_text} batches of each epoch never reach optimizer.step() in their epoch"
+                    f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
                     f"{_leftover(window, sf.events)}"
                 )
             yield Violation(CODE, message, gate, fix)
