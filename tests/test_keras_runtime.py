@@ -1,8 +1,8 @@
 """ACC010's fix confirmed at run time with Keras 3 (on the torch backend the tests already have):
 a loss function divided by k by hand, compiled with an optimizer built with
 `gradient_accumulation_steps=k`, makes each window's update k times too small; the fixed text
-gives the update of one full batch. Skipped when Keras 3 is not installed (it is no dependency
-of the project)."""
+gives the update of one full batch. The test extra installs Keras 3 (no TensorFlow); skipped
+where it is absent, since the checker itself never needs it."""
 
 from __future__ import annotations
 
