@@ -819,3 +819,26 @@ def test_logging_gate_in_a_script_that_reads_the_accumulation_steps_undivided():
     assert "the code reads the accumulation steps `args.gradient_accumulation_steps`" in finding.message
     (acc001,) = found(source, {"ACC001"})
     assert acc001.fix is None
+
+
+INNER_WINDOW_LOOP = _src("""
+    for i in range(num_batches):
+        for _ in range(ACCUM):
+            loss = model(next(loader))
+            (loss / ACCUM).backward()
+            opt.step()  # <ACC012
+            opt.zero_grad()
+""")
+
+
+def test_step_inside_a_loop_over_range_k_is_advised_after_that_loop():
+    # The inner loop is the window itself: a `% k` gate on its throwaway counter is the wrong advice.
+    (finding,) = assert_marked(INNER_WINDOW_LOOP)
+    assert "move the step after the loop over `range(ACCUM)` (line 2)" in finding.message
+    assert "% ACCUM" not in finding.message
+
+
+def test_step_inside_a_loop_over_the_data_is_advised_a_gate():
+    source = INNER_WINDOW_LOOP.replace("for _ in range(ACCUM):", "for _ in range(len(batches)):")
+    (finding,) = assert_marked(source)
+    assert "`if (_ + 1) % ACCUM == 0:`" in finding.message

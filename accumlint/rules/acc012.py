@@ -303,6 +303,18 @@ def _gate_text(counter: Optional[str], k: str) -> str:
     return f"if ({counter or 'step'} + 1) % {k} == 0:"
 
 
+def _window_advice(loop: Loop, k: str, names: set[str]) -> str:
+    """Where the step belongs: after a loop that is itself the window (`for _ in range(k)`),
+    else under a `% k` gate on the micro-step counter."""
+    node = loop.node
+    if (
+        isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call)
+        and dotted(node.iter.func) == "range" and len(node.iter.args) == 1 and names_in(node.iter.args[0]) & names
+    ):
+        return f"move the step after the loop over `range({k})` (line {node.lineno})"
+    return f"wrap the step in `{_gate_text(_counter(loop), k)}`"
+
+
 # --- the rule ------------------------------------------------------------------------------------
 
 def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iterator[Violation]:
@@ -348,8 +360,8 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             yield Violation(
                 CODE,
                 f"the loss is divided by the accumulation steps `{k}` but `{step_text}` runs on every "
-                f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; wrap the step "
-                f"in `{_gate_text(_counter(loop), k)}`",
+                f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; "
+                f"{_window_advice(loop, k, names)}",
                 step.call or step.stmt.node,
             )
             continue
@@ -359,7 +371,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 CODE,
                 f"the code counts optimizer updates in windows of `{k}` (line {sized}) but `{step_text}` "
                 f"runs on every micro-step: the accumulation steps are never applied"
-                f"{_schedule_note(sf, loop)}; wrap the step in `{_gate_text(_counter(loop), k)}` and "
+                f"{_schedule_note(sf, loop)}; {_window_advice(loop, k, names)} and "
                 f"divide the loss by `{k}`",
                 step.call or step.stmt.node,
             )
