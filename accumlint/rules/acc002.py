@@ -414,15 +414,20 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if not _graph_value(facts, value, stmt, backwarded):
                 continue
-            value_text = facts.source.segment(value)
-            new_value = detached(facts.source, value)
-            yield Violation(
-                CODE,
-                f"`{name}` keeps the autograd graph of `{value_text}` from every iteration alive"
-                f"{' (' + via + ')' if via else ''}: add `{new_value}` (or `.item()`)",
-                stmt.node,
-                _detach_fix(facts, value, stmt, backwarded),
-            )
+            yield _kept_every_iteration(facts, name, value, stmt, via, backwarded)
+
+
+def _kept_every_iteration(
+    facts: ModuleFacts, name: str, value: ast.expr, stmt: Stmt, via: str, backwarded: set[str]
+) -> Violation:
+    """`name` keeps `value`'s graph from every iteration: the finding, with `.detach()` as its fix."""
+    return Violation(
+        CODE,
+        f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration alive"
+        f"{' (' + via + ')' if via else ''}: add `{detached(facts.source, value)}` (or `.item()`)",
+        stmt.node,
+        _detach_fix(facts, value, stmt, backwarded),
+    )
 
 
 def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], models: set[str]) -> Iterator[Violation]:
@@ -456,14 +461,7 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
         stored = f" ({via})" if via else ""
         if _takes_gradients(facts, scope, loop):
             # `torch.autograd.grad(..., create_graph=True)` in the loop: no_grad would break it.
-            backwarded = _backward_tensors(sf.events)
-            yield Violation(
-                CODE,
-                f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration "
-                f"alive{stored}: add `{detached(facts.source, value)}` (or `.item()`)",
-                stmt.node,
-                _detach_fix(facts, value, stmt, backwarded),
-            )
+            yield _kept_every_iteration(facts, name, value, stmt, via, _backward_tensors(sf.events))
             continue
         yield Violation(
             CODE,
