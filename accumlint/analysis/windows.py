@@ -211,12 +211,9 @@ def _handed_in(param: str, function: Scope) -> set[str]:
     else:
         return set()
     passed: set[str] = set()
-    for node in ast.walk(module):
-        if not isinstance(node, ast.Call):
-            continue
-        func = dotted(node.func)
-        if func is None or (func != callee and not (function.name == "__init__" and func.endswith("." + callee))):
-            continue
+    calls = _calls_by_name(module)
+    candidates = calls.get(callee, []) + (calls.get("." + callee, []) if function.name == "__init__" else [])
+    for node in candidates:
         if any(isinstance(arg, ast.Starred) for arg in node.args[: index + 1]):
             continue
         value = node.args[index] if index < len(node.args) else next(
@@ -396,6 +393,29 @@ def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple
             if test is not None and not test.positive:
                 found.append((stmt, test))
     return found
+
+
+_CALL_INDEX: dict[int, tuple[ast.Module, dict[str, list[ast.Call]]]] = {}
+
+
+def _calls_by_name(module: ast.Module) -> dict[str, list[ast.Call]]:
+    """The module's calls by their dotted callee; `Class(...)` reached as `pkg.Class(...)` is also
+    under `.Class`. Built once per module: `_handed_in` asks for every parameter that may hold k."""
+    known = _CALL_INDEX.get(id(module))
+    if known is not None and known[0] is module:
+        return known[1]
+    index: dict[str, list[ast.Call]] = {}
+    for node in ast.walk(module):
+        if isinstance(node, ast.Call):
+            func = dotted(node.func)
+            if func is not None:
+                index.setdefault(func, []).append(node)
+                if "." in func:
+                    index.setdefault("." + func.rsplit(".", 1)[1], []).append(node)
+    if len(_CALL_INDEX) >= 16:  # a few modules at a time: the checked one and the project's it reads
+        _CALL_INDEX.clear()
+    _CALL_INDEX[id(module)] = (module, index)
+    return index
 
 
 def _module_node(scope: Scope) -> Optional[ast.Module]:
