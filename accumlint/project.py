@@ -45,6 +45,7 @@ class ProjectIndex:
         self._search = [root, root / "src"]
         self._modules: dict[Path, tuple[tuple[int, int], Optional[LocalModule]]] = {}
         self._found: dict[tuple[Path, str, int], Optional[Path]] = {}
+        self._folders: dict[Path, Path] = {}  # importer -> its resolved folder
         self._resolved_root = root.resolve()
 
     # --- finding files ---------------------------------------------------------------------
@@ -59,7 +60,10 @@ class ProjectIndex:
         """The file of module `dotted` imported from `importer` (relative when `level` > 0);
         answers, misses included, are remembered per importer folder (a file system is slow to
         ask the same thing once per import of `torch`)."""
-        key = (importer.resolve().parent, dotted, level)
+        folder = self._folders.get(importer)
+        if folder is None:
+            folder = self._folders[importer] = importer.resolve().parent
+        key = (folder, dotted, level)
         if key not in self._found:
             self._found[key] = self._look_up(importer, dotted, level)
         return self._found[key]

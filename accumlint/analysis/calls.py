@@ -122,6 +122,7 @@ class Resolver:
                 self._methods.setdefault((id(scope.class_node), scope.name), scope)
         self._kinds: dict[int, frozenset[EventKind]] = {}
         self._busy: set[int] = set()
+        self._origins: dict[str, Optional[tuple[Path, str]]] = {}
 
     # --- resolution ----------------------------------------------------------------------
     def resolve(self, call: ast.Call, scope: Scope, depth: int = 0) -> Optional[Callee]:
@@ -170,7 +171,13 @@ class Resolver:
         return None
 
     def _local_origin(self, name: str) -> Optional[tuple[Path, str]]:
-        """(module file, name in it) when `name` was imported from a module of the project."""
+        """(module file, name in it) when `name` was imported from a module of the project.
+        Remembered per name: every call through `torch.nn.functional` asks the same question."""
+        if name not in self._origins:
+            self._origins[name] = self._find_local_origin(name)
+        return self._origins[name]
+
+    def _find_local_origin(self, name: str) -> Optional[tuple[Path, str]]:
         head, _, rest = name.partition(".")
         collected = self.module.collected
         origin = collected.imports.get(head)
