@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
-from accumlint.analysis.windows import Window, find_windows
+from accumlint.analysis.windows import Window, find_windows, remember_calls
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
@@ -100,6 +100,7 @@ def analyse(
     collected = analysed.collected
     events = collect_events(collected, analysed.direct, analysed.resolver)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
+    remember_calls(collected)
     for scope in collected.scopes:
         scope_events = events[id(scope)]
         windows = find_windows(scope, scope_events, analysed.resolver.gate_of, analysed.resolver.imported_constant)

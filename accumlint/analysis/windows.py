@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, cast
 import ast
 import re
 
-from accumlint.analysis.collect import FOR_LOOPS, Loop, Scope, Stmt
+from accumlint.analysis.collect import FOR_LOOPS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, positional, positionals
 
@@ -398,24 +398,32 @@ def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple
 _CALL_INDEX: dict[int, tuple[ast.Module, dict[str, list[ast.Call]]]] = {}
 
 
+def remember_calls(collected: Collected) -> None:
+    """Index the module's calls from the collected call sites (no second walk of the tree)."""
+    _index_calls(collected.module, (site.call for scope in collected.scopes for site in scope.calls))
+
+
+def _index_calls(module: ast.Module, calls: Iterable[ast.Call]) -> dict[str, list[ast.Call]]:
+    index: dict[str, list[ast.Call]] = {}
+    for node in calls:
+        func = dotted(node.func)
+        if func is not None:
+            index.setdefault(func, []).append(node)
+            if "." in func:
+                index.setdefault("." + func.rsplit(".", 1)[1], []).append(node)
+    if len(_CALL_INDEX) >= 16:  # a few modules at a time: the checked one and the project's it reads
+        _CALL_INDEX.clear()
+    _CALL_INDEX[id(module)] = (module, index)
+    return index
+
+
 def _calls_by_name(module: ast.Module) -> dict[str, list[ast.Call]]:
     """The module's calls by their dotted callee; `Class(...)` reached as `pkg.Class(...)` is also
     under `.Class`. Built once per module: `_handed_in` asks for every parameter that may hold k."""
     known = _CALL_INDEX.get(id(module))
     if known is not None and known[0] is module:
         return known[1]
-    index: dict[str, list[ast.Call]] = {}
-    for node in ast.walk(module):
-        if isinstance(node, ast.Call):
-            func = dotted(node.func)
-            if func is not None:
-                index.setdefault(func, []).append(node)
-                if "." in func:
-                    index.setdefault("." + func.rsplit(".", 1)[1], []).append(node)
-    if len(_CALL_INDEX) >= 16:  # a few modules at a time: the checked one and the project's it reads
-        _CALL_INDEX.clear()
-    _CALL_INDEX[id(module)] = (module, index)
-    return index
+    return _index_calls(module, (node for node in ast.walk(module) if isinstance(node, ast.Call)))
 
 
 def _module_node(scope: Scope) -> Optional[ast.Module]:
