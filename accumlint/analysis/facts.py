@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
-from accumlint.analysis.windows import Window, find_windows, remember_calls
+from accumlint.analysis.windows import Window, find_windows, forget_aliases, remember_calls
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
@@ -96,6 +96,7 @@ def analyse(
     project's other modules are followed too."""
     forget_names()
     forget_ancestry()
+    forget_aliases()
     analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     events = collect_events(collected, analysed.direct, analysed.resolver)

@@ -235,6 +235,59 @@ def _getattr_name(value: Optional[ast.expr]) -> Optional[str]:
     return f"{owner}.{attr.value}"
 
 
+@dataclass(frozen=True)
+class _Alias:
+    """One definition that may make two names one value, read once per scope: a parameter (of
+    `param_of`), `target = source` with `source` a dotted name (or `getattr(obj, "attr", d)`), or
+    `target = Ctor(arg=given, ...)` (`keywords`)."""
+
+    target: str
+    source: Optional[str] = None
+    keywords: tuple[tuple[str, str], ...] = ()
+    param_of: Optional[Scope] = None
+
+
+_ALIASES: dict[int, tuple[Scope, list[_Alias]]] = {}
+
+
+def forget_aliases() -> None:
+    """Called as each module's analysis starts: the cache holds one analysis's scopes."""
+    _ALIASES.clear()
+
+
+def _alias_definitions(scope: Scope) -> list[_Alias]:
+    known = _ALIASES.get(id(scope))
+    if known is not None and known[0] is scope:
+        return known[1]
+    found: list[_Alias] = []
+    for target, definitions in scope.defs.items():
+        for definition in definitions:
+            value = definition.value
+            if definition.kind == "param":
+                found.append(_Alias(target, param_of=definition.stmt.scope))
+                continue
+            if definition.kind == "unpack" and isinstance(value, ast.Tuple) and len(definition.index) == 1:
+                value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
+            elif definition.kind != "assign":
+                continue
+            read = _getattr_name(value)
+            if read is not None:  # `self.k = getattr(cfg, "grad_accum", 1)`
+                value = ast.Name(id=read)
+            if isinstance(value, ast.Call):
+                keywords = tuple(
+                    (kw.arg, given) for kw in value.keywords
+                    if kw.arg is not None and (given := dotted(kw.value)) is not None
+                )
+                if keywords:
+                    found.append(_Alias(target, keywords=keywords))
+                continue
+            source = dotted(value) if value is not None else None
+            if source is not None:  # `tokens = k * batch` is not another name for k
+                found.append(_Alias(target, source=source))
+    _ALIASES[id(scope)] = (scope, found)
+    return found
+
+
 def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     """The names that stand for k: k itself, what it was assigned from, and what was assigned from
     it, also through an object that holds it (`self.cfg = cfg` makes `self.cfg.k` and `cfg.k` one
@@ -247,46 +300,33 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     for _ in range(3):
         grown = set(names)
         for sc in scopes:
-            for target, definitions in sc.defs.items():
-                for definition in definitions:
-                    value = definition.value
-                    if definition.kind == "param":
-                        held = [known for known in names if known == target or _prefixed(known, target) is not None]
-                        if held:
-                            for passed in _handed_in(target, definition.stmt.scope):
-                                grown.update(passed + known[len(target):] for known in held)
-                        continue
-                    if definition.kind == "unpack" and isinstance(value, ast.Tuple) and len(definition.index) == 1:
-                        value = value.elts[definition.index[0]] if definition.index[0] < len(value.elts) else None
-                    elif definition.kind != "assign":
-                        continue
-                    read = _getattr_name(value)
-                    if read is not None:  # `self.k = getattr(cfg, "grad_accum", 1)`
-                        value = ast.Name(id=read)
-                    if isinstance(value, ast.Call):
-                        for kw in value.keywords:
-                            given = dotted(kw.value)
-                            if kw.arg is None or given is None:
-                                continue
-                            if f"{target}.{kw.arg}" in names:
-                                grown.add(given)
-                            elif given in names:
-                                grown.add(f"{target}.{kw.arg}")
-                        continue
-                    source = dotted(value) if value is not None else None
-                    if source is None:
-                        continue  # `tokens = k * batch` is not another name for k
-                    if target in names:
-                        grown.add(source)
-                    elif source in names:
-                        grown.add(target)
-                    for known in names:
-                        rest = _prefixed(known, target)
-                        if rest is not None:
-                            grown.add(source + rest)
-                        rest = _prefixed(known, source)
-                        if rest is not None:
-                            grown.add(target + rest)
+            for alias in _alias_definitions(sc):
+                target = alias.target
+                if alias.param_of is not None:
+                    held = [known for known in names if known == target or _prefixed(known, target) is not None]
+                    if held:
+                        for passed in _handed_in(target, alias.param_of):
+                            grown.update(passed + known[len(target):] for known in held)
+                    continue
+                for arg, given in alias.keywords:
+                    if f"{target}.{arg}" in names:
+                        grown.add(given)
+                    elif given in names:
+                        grown.add(f"{target}.{arg}")
+                source = alias.source
+                if source is None:
+                    continue
+                if target in names:
+                    grown.add(source)
+                elif source in names:
+                    grown.add(target)
+                for known in names:
+                    rest = _prefixed(known, target)
+                    if rest is not None:
+                        grown.add(source + rest)
+                    rest = _prefixed(known, source)
+                    if rest is not None:
+                        grown.add(target + rest)
         if grown == names:
             break
         names = grown
