@@ -148,6 +148,30 @@ class _Masked:
     token: str
     originals: dict[int, str]  # placeholder number -> the line it replaced (without newline)
     indents: dict[int, str] = field(default_factory=dict)  # placeholder number -> its indent
+    # IPython runs a cell whose first line is indented with that indent taken off every line that
+    # has it: the indent, and the (1-based) rows that lost it.
+    dedent: str = ""
+    dedented_rows: frozenset[int] = frozenset()
+
+
+def _leading_indent(source: str) -> tuple[str, str, frozenset[int]]:
+    """The cell as IPython runs it when its first line is indented (its indent removed from every
+    line that starts with it), the indent, and the rows that lost it."""
+    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+    first = next((line for line in lines if line.strip()), "")
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    if not indent:
+        return source, "", frozenset()
+    rows = frozenset(row for row, line in enumerate(lines, 1) if line.startswith(indent))
+    return "".join(line[len(indent):] if line.startswith(indent) else line for line in lines), indent, rows
+
+
+def _parses(code: str) -> bool:
+    try:
+        compile(code, "<cell>", "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
 
 
 def _mask(source: str) -> Optional[_Masked]:
@@ -161,6 +185,11 @@ def _mask(source: str) -> Optional[_Masked]:
         return _Masked(source, token, {})
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         pass  # maybe IPython syntax: mask it below, or let the engine report the real error
+    dedented, dedent, rows = _leading_indent(source)
+    if dedent:
+        inner = _mask(dedented)
+        if inner is not None and _parses(inner.code):
+            return replace(inner, dedent=dedent, dedented_rows=rows)
     # Python's own line breaks only (str.splitlines would also break on \f and U+2028).
     lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
     originals: dict[int, str] = {}
@@ -340,8 +369,20 @@ def check_notebook(
             continue
         codes = _engine().ALL_CODES if select is None else select
         cell_result = _engine().check_source(masked.code, filename, codes, with_edits, imports=imports)
+        if masked.dedent:
+            cell_result.findings = [_reindented(finding, masked) for finding in cell_result.findings]
         result.cells.append(CellResult(index, cell_result))
     return result
+
+
+def _reindented(finding: Finding, masked: _Masked) -> Finding:
+    """A finding in a cell that was checked dedented, placed back in the cell as written. Its fix
+    is dropped: `--fix` leaves such cells alone (their blank lines' indents cannot be restored)."""
+    def back(location: Location) -> Location:
+        shift = len(masked.dedent) if location.row in masked.dedented_rows else 0
+        return Location(location.row, location.column + shift)
+
+    return replace(finding, location=back(finding.location), end_location=back(finding.end_location), fix=None)
 
 
 def fix_notebook(
@@ -364,6 +405,8 @@ def fix_notebook(
         if span is None or masked is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
+        if masked.dedent:
+            continue  # checked as IPython runs it, but not rewritten (see _reindented)
         fixed = _engine().fix_source(masked.code, filename, codes, unsafe, imports=imports)
         if fixed.error or not isinstance(fixed.fixed_source, str):
             continue

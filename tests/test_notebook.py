@@ -256,3 +256,24 @@ def test_imports_of_later_cells_count_too_and_a_broken_cell_does_not_hide_them()
     result = check_notebook(raw, "nb.ipynb")
     assert [finding.code for finding in result.findings()] == []
     assert [error.cell for error in result.errors()] == [2]
+
+
+def test_a_cell_with_an_indented_first_line_is_checked_as_ipython_runs_it():
+    # IPython takes the first line's indent off every line; the cell runs, so it is no syntax error.
+    indented = "".join("  " + line + "\n" for line in REAL_LOOP.splitlines())
+    raw = _notebook(_cell(indented))
+    result = check_notebook(raw, "nb.ipynb")
+    assert result.errors() == []
+    plain = check_notebook(_notebook(_cell(REAL_LOOP)), "nb.ipynb").findings()
+    found = result.findings()
+    assert [(f.code, f.location.row) for f in found] == [(f.code, f.location.row) for f in plain] != []
+    # Columns are those of the cell as written: two more than in the unindented cell.
+    assert [f.location.column for f in found] == [f.location.column + 2 for f in plain]
+    assert [f.end_location.column for f in found] == [f.end_location.column + 2 for f in plain]
+    assert all(f.fix is None for f in found)
+    assert fix_notebook(raw, unsafe=True) is None  # such a cell is reported, never rewritten
+
+
+def test_an_indented_cell_that_ipython_could_not_run_either_is_a_syntax_error():
+    raw = _notebook(_cell("  x = 1\n y = 2\n"))
+    assert [error.cell for error in check_notebook(raw, "nb.ipynb").errors()] == [1]
