@@ -3,7 +3,8 @@
 Per line, as ruff reads them:
 - `# noqa` alone, or followed by another `#` comment or by free text that names no code
   (`# noqa - the sum is intended`), silences every code on that line;
-- `# noqa: ACC001, ACC005` silences those codes;
+- `# noqa: ACC001, ACC005` silences those codes, also with an explanation after them
+  (`# noqa: ACC002 - kept on purpose`);
 - a code without the colon (`# noqa ACC001`) or `# noqa:` with no code is an invalid directive:
   it silences nothing and draws a warning, so a typo never turns into a blanket suppression.
 For a whole file, a comment line of its own: `# accumlint: noqa` (every code) or
@@ -60,13 +61,17 @@ def _parse_rest(rest: str) -> Directive:
             return Directive()  # an explanation after a bare noqa
         return Directive(problem="expected `:` followed by a comma-separated list of codes "
                                  "(e.g., `# noqa: ACC001, ACC005`)")
-    items = [item for item in _SEPARATOR.split(stripped[1:].strip()) if item]
+    items: list[str] = []
+    for item in (item for item in _SEPARATOR.split(stripped[1:].strip()) if item):
+        if _CODE.fullmatch(item):
+            items.append(item)
+        elif _CODE_LIKE.match(item) or not items:  # a misspelt code, or no code at all
+            return Directive(problem=f"expected codes of uppercase letters followed by digits "
+                                     f"(e.g., `ACC001`), found `{item}`")
+        else:
+            break  # `# noqa: B006 - why`: the rest explains the codes
     if not items:
         return Directive(problem="expected a comma-separated list of codes after `noqa:`")
-    bad = [item for item in items if not _CODE.fullmatch(item)]
-    if bad:
-        return Directive(problem=f"expected codes of uppercase letters followed by digits "
-                                 f"(e.g., `ACC001`), found `{bad[0]}`")
     unknown = tuple(item for item in items if item.startswith(OUR_PREFIX) and item not in RULES)
     return Directive(codes=frozenset(items), unknown=unknown)
 

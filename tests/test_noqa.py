@@ -110,6 +110,13 @@ def test_parser_units():
     assert not noqa.suppressed("x  # noqa ACC001", "ACC001")
     assert noqa.suppressed("x  # noqa - kept on purpose", "ACC002")
     assert noqa.problems("x  # noqa - kept on purpose\ny  # noqa because of E501\n") == []
+    # Codes then an explanation: the codes count, the text is no code.
+    assert noqa.suppressed("x  # noqa: ACC002 - kept on purpose", "ACC002")
+    assert noqa.suppressed("x  # noqa: BLE001, ACC002 -- why", "ACC002")
+    assert not noqa.suppressed("x  # noqa: ACC001 - why", "ACC002")
+    assert noqa.problems("x  # noqa: BLE001 -- never breaks training\ny  # noqa: B006 \u2014 why\n") == []
+    assert noqa.problems("x  # noqa: ACC001, acc002 - why\n")[0][1].endswith("found `acc002`")
+    assert noqa.problems("x  # noqa: - why\n")[0][1].endswith("found `-`")
     assert noqa.suppressed("x  # noqa:ACC001,ACC002", "ACC002")
     assert noqa.file_directive("# accumlint: noqa: ACC001\n# accumlint: noqa: ACC005\n").codes == {"ACC001", "ACC005"}
     assert noqa.file_directive("x = 1  # noqa\n") is None
