@@ -18,6 +18,8 @@ _PASS_THROUGH_METHODS = {
     "mean", "sum", "float", "half", "double", "bfloat16", "to", "cuda", "cpu", "squeeze", "unsqueeze",
     "view", "reshape", "contiguous", "clone", "type", "type_as", "requires_grad_", "flatten",
 }
+# `torch.mean(x)`, `keras.ops.mean(x)`: the module's function is the tensor's method.
+_MODULE_REDUCTIONS = {"mean", "sum", "squeeze", "unsqueeze", "reshape", "flatten", "clone"}
 _DIVIDING_METHODS = {"div", "div_", "divide", "true_divide", "true_divide_", "mul", "mul_", "multiply"}
 _DIVIDING_OPERATORS = (ast.Div, ast.FloorDiv, ast.Mult)
 _DIVIDING_AUG = {"DivideAssign", "FloorDivideAssign", "MultiplyAssign"}
@@ -220,6 +222,8 @@ class DataFlow:
             if method.startswith(("mul", "multiply")):
                 return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args))
             return _divide(inner, any(mentions(a, k_names) for a in call.args))
+        if receiver is not None and method in _MODULE_REDUCTIONS and call.args and self._imported_module(receiver, at):
+            return self.scaling(call.args[0], at, k_names, depth + 1)
         if receiver is not None and method in _PASS_THROUGH_METHODS:
             return self.scaling(receiver, at, k_names, depth + 1)
         if receiver is not None and method == "scale" and call.args:
@@ -236,6 +240,14 @@ class DataFlow:
         if helper is not None:
             return self._returns_scaling(helper, k_names, depth)
         return self._source(call, k_names, at)
+
+    def _imported_module(self, receiver: ast.expr, at: Stmt) -> bool:
+        """`torch`, `ops` (from keras import ops), `torch.nn.functional`: imported, never rebound here."""
+        name = dotted(receiver)
+        if name is None:
+            return False
+        head = name.split(".", 1)[0]
+        return head in self.collected.imports and not any(scope.definitions(head) for scope in at.scope.sight())
 
     def _inherited_unseen(self, call: ast.Call, at: Stmt) -> bool:
         """`self.m()` / `super().m()` that is no attribute set in this file, in a class with a base
