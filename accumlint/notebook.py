@@ -140,6 +140,13 @@ _CELL_MAGIC = re.compile(r"\s*%%(\w+)")
 PYTHON_CELL_MAGICS = frozenset({"capture", "debug", "prun", "pypy", "python", "python3", "time", "timeit"})
 _LINE_MAGIC = re.compile(r"(?P<indent>[ \t]*)(?:[%!?]|[\w.]+\s*=\s*[%!])")
 _HELP = re.compile(r"[ \t]*[\w.]+\?\??\s*$")
+# IPython's automagics and default shell aliases, written without `%` (`ls ./data`, `pip install x`,
+# `cd ..`), read only in a cell that is no valid Python: the name, then an argument (not `=`, `(`...).
+_AUTOMAGIC = re.compile(
+    r"[ \t]*(?:ls|ll|cd|pwd|pip|conda|mkdir|rmdir|rm|cp|mv|cat|less|more|man|clear|env|time|timeit|"
+    r"load_ext|matplotlib|pylab|who|whos|reset|run|mamba|uv)"
+    r"(?:[ \t]+[^ \t=(\[,:;]|[ \t]*$)"
+)
 
 
 @dataclass
@@ -201,7 +208,7 @@ def _mask(source: str) -> Optional[_Masked]:
         indent = continuing
         if indent is None:
             match = _LINE_MAGIC.match(body)
-            if match or _HELP.match(body):
+            if match or _HELP.match(body) or _AUTOMAGIC.match(body):
                 indent = body[: len(body) - len(body.lstrip(" \t"))]
         if indent is None:
             continue

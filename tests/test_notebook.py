@@ -277,3 +277,19 @@ def test_a_cell_with_an_indented_first_line_is_checked_as_ipython_runs_it():
 def test_an_indented_cell_that_ipython_could_not_run_either_is_a_syntax_error():
     raw = _notebook(_cell("  x = 1\n y = 2\n"))
     assert [error.cell for error in check_notebook(raw, "nb.ipynb").errors()] == [1]
+
+
+@pytest.mark.parametrize("line", ["ls ./data/train/", "pip install torch==2.13.0", "cd ../data", "cat notes.txt"])
+def test_automagic_lines_without_percent_are_ipython_not_syntax_errors(line):
+    raw = _notebook(_cell(line + "\n" + REAL_LOOP))
+    result = check_notebook(raw, "nb.ipynb")
+    assert result.errors() == []
+    assert "ACC001" in {f.code for f in result.findings()}
+
+
+@pytest.mark.parametrize("line", ["ls = [1, 2]", "cd(path)", "time.sleep(1)", "rm - x"])
+def test_python_that_starts_like_an_automagic_is_left_alone(line):
+    # Valid Python is never masked; with a real syntax error beside it, the cell is still reported.
+    assert check_notebook(_notebook(_cell(line + "\n" + REAL_LOOP)), "nb.ipynb").errors() == []
+    broken = check_notebook(_notebook(_cell(line + "\nx = (\n")), "nb.ipynb")
+    assert [error.cell for error in broken.errors()] == [1]
