@@ -161,10 +161,16 @@ class _Masked:
     dedented_rows: frozenset[int] = frozenset()
 
 
+def _lines(source: str) -> list[str]:
+    """The lines with their endings, at Python's own line breaks only (str.splitlines would also
+    break on \f and U+2028)."""
+    return re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+
+
 def _leading_indent(source: str) -> tuple[str, str, frozenset[int]]:
     """The cell as IPython runs it when its first line is indented (its indent removed from every
     line that starts with it), the indent, and the rows that lost it."""
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+    lines = _lines(source)
     first = next((line for line in lines if line.strip()), "")
     indent = first[: len(first) - len(first.lstrip(" \t"))]
     if not indent:
@@ -187,18 +193,15 @@ def _mask(source: str) -> Optional[_Masked]:
     magic = _CELL_MAGIC.match(source)
     if magic and magic.group(1) not in PYTHON_CELL_MAGICS:
         return None
-    try:
-        compile(source, "<cell>", "exec", flags=0x400, dont_inherit=True)  # PyCF_ONLY_AST
+    if _parses(source):
         return _Masked(source, token, {})
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        pass  # maybe IPython syntax: mask it below, or let the engine report the real error
+    # Maybe IPython syntax: mask it below, or let the engine report the real error.
     dedented, dedent, rows = _leading_indent(source)
     if dedent:
         inner = _mask(dedented)
         if inner is not None and _parses(inner.code):
             return replace(inner, dedent=dedent, dedented_rows=rows)
-    # Python's own line breaks only (str.splitlines would also break on \f and U+2028).
-    lines = re.findall(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+", source)
+    lines = _lines(source)
     originals: dict[int, str] = {}
     indents: dict[int, str] = {}
     continuing: Optional[str] = None  # indent of a magic continued with a backslash
@@ -338,19 +341,26 @@ def code_cells(raw: bytes) -> list[tuple[int, str]]:
         notebook = _load(raw)
     except NotebookError:
         return []
-    return [(index + 1, source) for index, source in _code_cells(notebook) if _mask(source) is not None]
+    return [(index + 1, source) for index, source, _ in _masked_cells(notebook)]
 
 
-def _notebook_imports(notebook: _Notebook) -> dict[str, str]:
+def _masked_cells(notebook: _Notebook) -> list[tuple[int, str, _Masked]]:
+    """(index, source, masked) of each Python code cell, masked once for every use."""
+    cells = []
+    for index, source in _code_cells(notebook):
+        masked = _mask(source)
+        if masked is not None:
+            cells.append((index, source, masked))
+    return cells
+
+
+def _notebook_imports(cells: list[tuple[int, str, _Masked]]) -> dict[str, str]:
     """What the notebook imports in any cell: its cells share one namespace, so a loop in one cell
     uses the frameworks imported in another (which framework decides what holds a graph)."""
     from accumlint.analysis.collect import imports_of
 
     imports: dict[str, str] = {}
-    for _, source in _code_cells(notebook):
-        masked = _mask(source)
-        if masked is None:
-            continue
+    for _, _, masked in cells:
         try:
             module = ast.parse(masked.code)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -369,11 +379,9 @@ def check_notebook(
     except NotebookError as exc:
         result.error = FileError(filename, str(exc))
         return result
-    imports = _notebook_imports(notebook)
-    for index, source in _code_cells(notebook):
-        masked = _mask(source)
-        if masked is None:
-            continue
+    cells = _masked_cells(notebook)
+    imports = _notebook_imports(cells)
+    for index, _, masked in cells:
         codes = _engine().ALL_CODES if select is None else select
         cell_result = _engine().check_source(masked.code, filename, codes, with_edits, imports=imports)
         if masked.dedent:
@@ -405,11 +413,11 @@ def fix_notebook(
     except NotebookError:
         return None
     edits: list[tuple[_Span, str]] = []
-    imports = _notebook_imports(notebook)
-    for index, source in _code_cells(notebook):
+    cells = _masked_cells(notebook)
+    imports = _notebook_imports(cells)
+    for index, source, masked in cells:
         span = notebook.spans.get(index)
-        masked = _mask(source)
-        if span is None or masked is None:
+        if span is None:
             continue
         codes = _engine().ALL_CODES if select is None else select
         if masked.dedent:

@@ -376,22 +376,8 @@ class _Collector:
             if node.value is not None:
                 self._read(node.value, stmt)
                 stmt.scope.returns.append((node.value, stmt))
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.asname is not None:
-                    self.imports[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    self.imports.setdefault(head, head)
-        elif isinstance(node, ast.ImportFrom):
-            module_name = node.module or ""
-            for alias in node.names:
-                if alias.name == "*":
-                    continue
-                local = alias.asname or alias.name
-                self.imports[local] = f"{module_name}.{alias.name}" if module_name else alias.name
-                if node.level:
-                    self.relative[local] = (node.level, f"{module_name}.{alias.name}" if module_name else alias.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            _record_import(node, self.imports, self.relative)
         elif isinstance(node, ast.Delete):
             for target in node.targets:
                 self._read(target, stmt)
@@ -480,6 +466,33 @@ def collect(module: ast.Module, imports: Optional[Mapping[str, str]] = None) -> 
     return _Collector(module, imports).run()
 
 
+def _record_import(
+    node: Union[ast.Import, ast.ImportFrom], imports: dict[str, str], relative: dict[str, tuple[int, str]]
+) -> None:
+    """Local alias -> dotted origin (`import a.b` binds `a`; `from . import m` is also relative)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname is not None:
+                imports[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                imports.setdefault(head, head)
+        return
+    module_name = node.module or ""
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        local = alias.asname or alias.name
+        imports[local] = f"{module_name}.{alias.name}" if module_name else alias.name
+        if node.level:
+            relative[local] = (node.level, imports[local])
+
+
 def imports_of(module: ast.Module) -> dict[str, str]:
-    """Every import of a module, local alias -> dotted origin, as `collect` reads them."""
-    return dict(collect(module).imports)
+    """Every import of a module, local alias -> dotted origin, as `collect` reads them (in source
+    order, so a later import of a name wins the same way), without collecting the rest."""
+    imports: dict[str, str] = {}
+    nodes = [node for node in ast.walk(module) if isinstance(node, (ast.Import, ast.ImportFrom))]
+    for node in sorted(nodes, key=lambda node: (node.lineno, node.col_offset)):
+        _record_import(node, imports, {})
+    return imports
