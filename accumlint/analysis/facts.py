@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
-from accumlint.analysis.windows import Window, find_windows, forget_aliases, remember_calls
+from accumlint.analysis.windows import Window, begin_analysis, find_windows
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
@@ -96,12 +96,11 @@ def analyse(
     project's other modules are followed too."""
     forget_names()
     forget_ancestry()
-    forget_aliases()
     analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
+    begin_analysis(collected)
     events = collect_events(collected, analysed.direct, analysed.resolver)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
-    remember_calls(collected)
     for scope in collected.scopes:
         scope_events = events[id(scope)]
         windows = find_windows(scope, scope_events, analysed.resolver.gate_of, analysed.resolver.imported_constant)

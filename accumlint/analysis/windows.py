@@ -247,12 +247,18 @@ class _Alias:
     param_of: Optional[Scope] = None
 
 
+# Both caches hold one checked module's analysis (and the modules it reaches); `begin_analysis`
+# empties them as the next one starts.
 _ALIASES: dict[int, tuple[Scope, list[_Alias]]] = {}
+_CALL_INDEX: dict[int, tuple[ast.Module, dict[str, list[ast.Call]]]] = {}
 
 
-def forget_aliases() -> None:
-    """Called as each module's analysis starts: the cache holds one analysis's scopes."""
+def begin_analysis(collected: Collected) -> None:
+    """Forget the last module's scopes and calls; index this one's calls from the collected call
+    sites (no second walk of the tree)."""
     _ALIASES.clear()
+    _CALL_INDEX.clear()
+    _index_calls(collected.module, (site.call for scope in collected.scopes for site in scope.calls))
 
 
 def _alias_definitions(scope: Scope) -> list[_Alias]:
@@ -435,14 +441,6 @@ def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple
     return found
 
 
-_CALL_INDEX: dict[int, tuple[ast.Module, dict[str, list[ast.Call]]]] = {}
-
-
-def remember_calls(collected: Collected) -> None:
-    """Index the module's calls from the collected call sites (no second walk of the tree)."""
-    _index_calls(collected.module, (site.call for scope in collected.scopes for site in scope.calls))
-
-
 def _index_calls(module: ast.Module, calls: Iterable[ast.Call]) -> dict[str, list[ast.Call]]:
     index: dict[str, list[ast.Call]] = {}
     for node in calls:
@@ -451,8 +449,6 @@ def _index_calls(module: ast.Module, calls: Iterable[ast.Call]) -> dict[str, lis
             index.setdefault(func, []).append(node)
             if "." in func:
                 index.setdefault("." + func.rsplit(".", 1)[1], []).append(node)
-    if len(_CALL_INDEX) >= 16:  # a few modules at a time: the checked one and the project's it reads
-        _CALL_INDEX.clear()
     _CALL_INDEX[id(module)] = (module, index)
     return index
 
