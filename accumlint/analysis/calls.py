@@ -109,6 +109,42 @@ def _enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
     return scope
 
 
+def _class_like(name: Optional[str]) -> bool:
+    """`Meter`, `meters.Meter`: a name that reads as a class (its last part capitalised)."""
+    return bool(name) and last_part(name)[:1].isupper()
+
+
+def _annotated_class(annotation: Optional[ast.expr]) -> Optional[str]:
+    """`Trainer`, `"Trainer"`, `Optional[Trainer]`: the class an annotation names."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript) and dotted(annotation.value) in {"Optional", "typing.Optional"}:
+        annotation = annotation.slice
+    name = dotted(annotation) if annotation is not None else None
+    return name if _class_like(name) else None
+
+
+def _parameter_annotation(function: ast.AST, name: str) -> Optional[ast.expr]:
+    if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    args = function.args
+    for arg in (*args.posonlyargs, *args.args, *args.kwonlyargs):
+        if arg.arg == name:
+            return arg.annotation
+    return None
+
+
+def _class_annotation(cls: ast.ClassDef, attr: str) -> Optional[str]:
+    """`updater: Updater` in the class body."""
+    for node in cls.body:
+        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == attr:
+            return _annotated_class(node.annotation)
+    return None
+
+
 class Resolver:
     def __init__(self, module: AnalysedModule) -> None:
         self.module = module
@@ -123,6 +159,7 @@ class Resolver:
         self._kinds: dict[int, frozenset[EventKind]] = {}
         self._busy: set[int] = set()
         self._origins: dict[str, Optional[tuple[Path, str]]] = {}
+        self._instances: dict[tuple[int, str], Optional[str]] = {}
 
     # --- resolution ----------------------------------------------------------------------
     def resolve(self, call: ast.Call, scope: Scope, depth: int = 0) -> Optional[Callee]:
@@ -146,7 +183,70 @@ class Resolver:
         local_class = self.module.collected.classes.get(name)
         if local_class is not None:  # `Trainer.step(self)`
             return self.method(local_class, func.attr, depth)
+        instance_of = self.instance_class(name, scope)
+        if instance_of is not None:  # `self.updater.step()` with `self.updater = Updater(...)`
+            return self._class_method(instance_of, func.attr, depth)
         return self._imported(f"{name}.{func.attr}", depth)
+
+    def _class_method(self, cls: str, name: str, depth: int) -> Optional[Callee]:
+        local_class = self.module.collected.classes.get(cls)
+        if local_class is not None:
+            return self.method(local_class, name, depth)
+        return self._imported(f"{cls}.{name}", depth)
+
+    def instance_class(self, name: str, scope: Scope) -> Optional[str]:
+        """The project class `name` holds an instance of, when the code shows one and only one:
+        `x = Meter()` in sight, `self.x = Updater(...)` in any method of the class, a parameter
+        annotated `x: Trainer`. None for anything else (a library object, two classes, a value
+        handed in unannotated). Remembered per scope."""
+        key = (id(scope), name)
+        if key not in self._instances:
+            self._instances[key] = self._find_instance_class(name, scope)
+        return self._instances[key]
+
+    def _find_instance_class(self, name: str, scope: Scope) -> Optional[str]:
+        head, _, rest = name.partition(".")
+        if head in {"self", "cls"}:
+            if "." in rest:
+                return None
+            owner = _enclosing_class(scope)
+            if owner is None or owner.class_node is None:
+                return None
+            definitions = [d for s in owner.class_scopes for d in s.definitions(name)]
+            annotated = _class_annotation(owner.class_node, rest)
+        elif rest:
+            return None
+        else:
+            definitions = []
+            current: Optional[Scope] = scope
+            while current is not None and not definitions:  # the function, then those around it
+                definitions = current.definitions(name)
+                current = current.parent
+            annotated = None
+        classes: set[str] = set()
+        for definition in definitions:
+            value = definition.value
+            if definition.kind == "param":
+                found = _annotated_class(_parameter_annotation(definition.stmt.node, definition.name))
+                if found is None:
+                    return None
+                classes.add(found)
+            elif definition.kind == "assign" and isinstance(value, ast.Constant) and value.value is None:
+                continue  # `self.x = None` until it is built
+            elif definition.kind == "assign" and isinstance(value, ast.Call) and _class_like(dotted(value.func)):
+                classes.add(dotted(value.func) or "")
+            else:
+                return None
+        if annotated is not None:
+            classes.add(annotated)
+        if len(classes) != 1:
+            return None
+        cls = classes.pop()
+        return cls if self._project_class(cls) else None
+
+    def _project_class(self, name: str) -> bool:
+        """A class defined in this module or imported from a module of the project."""
+        return name in self.module.collected.classes or self._local_origin(name) is not None
 
     def _name(self, name: str, scope: Scope, depth: int) -> Optional[Callee]:
         current: Optional[Scope] = scope

@@ -196,7 +196,11 @@ def collect_events(collected: Collected, direct: dict[int, list[Event]], resolve
             callee = resolver.resolve(site.call, scope)
             if callee is None or callee.scope is scope:
                 continue
-            for kind in sorted(resolver.kinds(callee), key=lambda k: k.value):
+            kinds = resolver.kinds(callee)
+            # `self.optimizer.step()` on a project wrapper: what its method does replaces what the
+            # call's name suggests, when the method does that itself (it may gate or skip it).
+            events = [e for e in events if e.call is not site.call or e.kind not in kinds]
+            for kind in sorted(kinds, key=lambda k: k.value):
                 events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, callee=callee))
         events.sort(key=lambda e: e.order)
         result[id(scope)] = events

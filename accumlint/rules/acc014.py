@@ -289,7 +289,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
             return
     wrapped: set[int] = set()  # steps of a project class wrapping the optimizer (`self.optim.step()`)
     for step in steps:
-        wrapper = facts.flow.instance_method(step.call, step.stmt) if step.helper is None and step.call else None
+        wrapper = _wrapper_step(facts, step)
         if wrapper is not None:
             inside = _Reach()
             _follow_callee(wrapper, inside, {id(scope)}, 0)
@@ -315,6 +315,20 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     for step in steps:
         message = _message(step, zeroed_before, _optimizer_of(step), wrapper=id(step) in wrapped)
         yield Violation(CODE, message, (step.call or step.stmt.node), fix.get(id(step)))
+
+
+def _wrapper_step(facts: ModuleFacts, step: Event) -> Optional[Callee]:
+    """The method a step on an instance of a project class runs (`self.optim.step()` with
+    `self.optim = Optimizer(...)`), else None."""
+    call = step.call
+    if call is None or not isinstance(call.func, ast.Attribute):
+        return None
+    if step.helper is None:
+        return facts.flow.instance_method(call, step.stmt)
+    owner = dotted(call.func.value)
+    if owner is not None and facts.analysed.resolver.instance_class(owner, step.stmt.scope) is not None:
+        return step.callee
+    return None
 
 
 def _optimizer_of(step: Event) -> Optional[str]:

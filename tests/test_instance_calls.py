@@ -1,0 +1,138 @@
+"""Calls on instances of the project's own classes are followed: `tools.clear()` with
+`tools = GradTools(model)`, `self.tools.clear()` with `self.tools = GradTools(model)` in any method,
+a parameter annotated `tools: GradTools`, the class in this module or imported from another.
+A receiver that may hold something else (two classes, a library object, an unannotated parameter)
+is not followed."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accumlint import engine
+
+TOOLS = """
+class GradTools:
+    def __init__(self, model):
+        self.model = model
+
+    def clear(self):
+        self.model.zero_grad()
+
+    def noop(self):
+        return None
+"""
+
+SCRIPT = TOOLS + """
+
+def train(model, opt, loader, k):
+    tools = GradTools(model)
+    for i, batch in enumerate(loader):
+        {early}
+        loss = model(batch).mean() / k
+        loss.backward()
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            opt.step()
+            {late}
+"""
+
+TRAINER = TOOLS + """
+
+class Trainer:
+    def __init__(self, model, opt, k):
+        self.model, self.opt, self.k = model, opt, k
+        self.tools = GradTools(model)
+
+    def train_epoch(self, loader):
+        for i, batch in enumerate(loader):
+            {early}
+            loss = self.model(batch).mean() / self.k
+            loss.backward()
+            if (i + 1) % self.k == 0 or i + 1 == len(loader):
+                self.opt.step()
+                {late}
+"""
+
+ANNOTATED = TOOLS + """
+
+def train(model, opt, loader, k, tools: GradTools):
+    for i, batch in enumerate(loader):
+        {early}
+        loss = model(batch).mean() / k
+        loss.backward()
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            opt.step()
+            {late}
+"""
+
+
+def _codes(source: str, path: str = "t.py") -> list[tuple[str, int]]:
+    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
+    assert result.error is None, result.error
+    return sorted((f.code, f.location.row) for f in result.findings)
+
+
+def _row(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(source.lstrip().splitlines(), 1) if text in line)
+
+
+@pytest.mark.parametrize("template, receiver", [(SCRIPT, "tools"), (TRAINER, "self.tools"), (ANNOTATED, "tools")])
+def test_zeroing_in_a_method_of_a_project_object_called_every_micro_step(template, receiver):
+    source = template.format(early=f"{receiver}.clear()", late="pass")
+    assert _codes(source) == [("ACC007", _row(source, f"{receiver}.clear()"))]
+
+
+@pytest.mark.parametrize("template, receiver", [(SCRIPT, "tools"), (TRAINER, "self.tools"), (ANNOTATED, "tools")])
+def test_the_same_method_called_in_the_step_block_is_clean(template, receiver):
+    assert _codes(template.format(early=f"{receiver}.noop()", late=f"{receiver}.clear()")) == []
+
+
+def test_a_receiver_that_may_hold_two_classes_is_not_followed():
+    source = TOOLS + """
+
+class Other:
+    def clear(self):
+        return None
+
+
+def train(model, opt, loader, k, fast):
+    tools = GradTools(model)
+    if fast:
+        tools = Other()
+    for i, batch in enumerate(loader):
+        tools.clear()
+        loss = model(batch).mean() / k
+        loss.backward()
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            opt.step()
+"""
+    assert "ACC007" not in {code for code, _ in _codes(source)}
+
+
+def test_an_unannotated_parameter_is_not_followed():
+    source = TOOLS + """
+
+def train(model, opt, loader, k, tools):
+    for i, batch in enumerate(loader):
+        tools.clear()
+        loss = model(batch).mean() / k
+        loss.backward()
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            opt.step()
+"""
+    assert "ACC007" not in {code for code, _ in _codes(source)}
+
+
+def test_a_project_class_in_another_module(tmp_path, monkeypatch):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "tools.py").write_text(textwrap.dedent(TOOLS).lstrip())
+    body = TRAINER[len(TOOLS):]
+    for early, late, expected in [("self.tools.clear()", "pass", True), ("self.tools.noop()", "self.tools.clear()", False)]:
+        source = "from pkg.tools import GradTools\n" + body.format(early=early, late=late)
+        (tmp_path / "train.py").write_text(source)
+        monkeypatch.chdir(tmp_path)
+        found = _codes((tmp_path / "train.py").read_text(), "train.py")
+        assert found == ([("ACC007", _row(source, "self.tools.clear()"))] if expected else [])
