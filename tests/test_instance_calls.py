@@ -136,3 +136,27 @@ def test_a_project_class_in_another_module(tmp_path, monkeypatch):
         monkeypatch.chdir(tmp_path)
         found = _codes((tmp_path / "train.py").read_text(), "train.py")
         assert found == ([("ACC007", _row(source, "self.tools.clear()"))] if expected else [])
+
+
+def test_a_class_the_frameworks_layer_knows_keeps_its_framework_facts_when_defined_in_the_project():
+    # Checking Accelerate's own repository, `Accelerator` is a class of the project: its backward
+    # still divides by the accumulation steps (framework knowledge), whatever its code looks like.
+    source = """
+class Accelerator:
+    def __init__(self, gradient_accumulation_steps=1):
+        self.gradient_accumulation_steps = gradient_accumulation_steps
+
+    def backward(self, loss):
+        loss.backward()
+
+
+def train(model, opt, loader, k):
+    accelerator = Accelerator(gradient_accumulation_steps=k)
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean() / k
+        accelerator.backward(loss)
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            opt.step()
+            opt.zero_grad()
+"""
+    assert ("ACC010", _row(source, "accelerator.backward(loss)")) in _codes(source)

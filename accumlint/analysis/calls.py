@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Scope, collect
 from accumlint.analysis.exprs import dotted, last_part, positional
+from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
 
@@ -245,7 +246,11 @@ class Resolver:
         return cls if self._project_class(cls) else None
 
     def _project_class(self, name: str) -> bool:
-        """A class defined in this module or imported from a module of the project."""
+        """A class defined in this module or imported from a module of the project, and none the
+        frameworks layer knows (checking Accelerate's own repository, `Accelerator` is local: its
+        facts still come from what the framework does, not from reading its code)."""
+        if constructed_role(last_part(name)) is not None:
+            return False
         return name in self.module.collected.classes or self._local_origin(name) is not None
 
     def _name(self, name: str, scope: Scope, depth: int) -> Optional[Callee]:
