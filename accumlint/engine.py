@@ -14,7 +14,7 @@ from typing import Callable, Collection, Mapping, Optional, Union
 from accumlint import noqa
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
-from accumlint.model import FileError, FileResult, Finding, Fix, FixSummary, Location, Violation
+from accumlint.model import FileError, FileResult, Finding, Fix, FixSummary, Location, Notice, Violation
 from accumlint.project import ProjectIndex, index_for
 from accumlint.registry import RULES
 from accumlint.rules import RULE_CHECKS
@@ -80,7 +80,7 @@ class _Analysis:
 
     With `verify`, every fix is tried before anyone sees it: the fixed text must compile, lose
     the fix's own finding and gain no other. A fix that fails is withheld (the finding stays,
-    without it) and named in `withheld`."""
+    without it) and named in `withheld`: (row, code, why)."""
 
     def __init__(
         self,
@@ -95,7 +95,7 @@ class _Analysis:
         self.module = parse(text, filename)
         self.located: list[_Located] = []
         self.dependencies: dict[str, str] = {}
-        self.withheld: list[str] = []
+        self.withheld: list[tuple[int, str, str]] = []
         if not _might_have_findings(text):
             return
         facts = analyse(self.module, self.src, *_project_of(filename), imports=imports)
@@ -139,8 +139,7 @@ class _Analysis:
             problem = self._fix_problem(fix, item.violation.code, before, filename, select)
             if problem is not None:
                 self.located[index] = _Located(replace(item.violation, fix=None), item.start, item.end)
-                where = f"{item.start.row}:{item.start.column}"
-                self.withheld.append(f"the {item.violation.code} fix at {where} was withheld: {problem}")
+                self.withheld.append((item.start.row, item.violation.code, problem))
 
     def _batch_passes(
         self, batch: list[Fix], chosen: set[int], before: Counter[str], filename: str, select: Collection[str]
@@ -255,10 +254,14 @@ def check_source(
     return _guarded(result, work)
 
 
-def _report_withheld(result: FileResult, withheld: list[str]) -> None:
-    """A fix that failed its own check is a bug in accumlint: say so, and exit 2."""
-    if withheld and result.error is None:
-        result.error = FileError(result.filename, "internal error: " + "; ".join(withheld))
+def _report_withheld(result: FileResult, withheld: list[tuple[int, str, str]]) -> None:
+    """A fix that failed its own check is a bug in accumlint, but the finding stands: it is
+    reported without the fix, and a warning names the rule (the exit status follows the
+    findings, so `--exit-zero` holds)."""
+    for row, code, problem in withheld:
+        result.notices.append(Notice(result.filename, row, f"the {code} fix here was withheld ({problem}); the "
+                                     f"finding is reported without it. A fix that fails accumlint's own check is "
+                                     f"a bug in accumlint: please report it"))
 
 
 def fix_source(

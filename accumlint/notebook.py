@@ -281,8 +281,9 @@ class NotebookResult:
     def as_file_result(self) -> FileResult:
         """One FileResult for the whole notebook; several failing cells are named in one message."""
         result = FileResult(self.filename, findings=self.findings())
-        for cell in self.cells:  # the project modules any cell's findings rest on
+        for cell in self.cells:  # the project modules any cell's findings rest on, and its warnings
             result.dependencies.update(cell.result.dependencies)
+            result.notices.extend(replace(notice, cell=cell.number) for notice in cell.result.notices)
         errors = self.errors()
         if len(errors) == 1:
             result.error = errors[0]
