@@ -7,6 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
+from accumlint.analysis.entries import gates_its_own_window
 from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
 from accumlint.frameworks import keras, lightning
 
@@ -160,6 +161,7 @@ class Loop:
     first_order: int = 0
     last_order: int = 0
     implicit: bool = False  # a framework hook called once per micro-batch (Lightning training_step)
+    entry: bool = False  # implicit: a project function that gates its own window (see entries.py)
 
     def contains(self, stmt: Stmt) -> bool:
         return any(loop is self for loop in stmt.loops)
@@ -286,10 +288,13 @@ class _Collector:
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
         loops_inside: tuple[Loop, ...] = ()
-        if inner.is_lightning_training_step or self._keras_train_step(inner):
+        hook_of_framework = inner.is_lightning_training_step or self._keras_train_step(inner)
+        if hook_of_framework or gates_its_own_window(node):
             # Lightning calls training_step, and Keras's `fit` a model's train_step, once per
-            # micro-batch: its body is one loop iteration.
-            hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True)
+            # micro-batch; so does the project's own driver call a step method that keeps its
+            # window itself: its body is one loop iteration.
+            hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True,
+                        entry=not hook_of_framework)
             hook.first_order = self.order + 1
             inner.loops.append(hook)
             loops_inside = (hook,)

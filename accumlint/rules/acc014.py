@@ -280,8 +280,8 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
         return
     if any(e.kind == BACKWARD and e.framework in frameworks.ZEROING_FRAMEWORKS for e in in_loop):
         return
-    if loop.implicit and _clears_anywhere(facts):
-        return
+    if loop.implicit and (loop.entry or _clears_anywhere(facts)):
+        return  # a framework hook, or a project step method whose driver (maybe elsewhere) may zero
     for step in steps:
         if step.helper is None and (
             _step_has_arguments(step) or _zeroing_step(step, facts.roles) or _recreated(step, scope, loop)

@@ -1,0 +1,76 @@
+"""Entry methods: a function whose body is one micro-step of a window that it keeps itself.
+
+A `fit_batch`, `_run_batch` or `train_step` that runs backward on every call and steps the
+optimizer only under a `% k` (or counter) test is called once per micro-batch by whoever drives
+it, in this module or another one: its body is a loop iteration whose loop is out of sight. Read
+from the syntax alone, before any event is known, so that the collector can give such a body an
+implicit loop as it gives Lightning's `training_step` one.
+"""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+_LOOPS_AND_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+_STEP_METHODS = frozenset({"step", "optimizer_step", "apply_gradients"})
+
+
+def _outside_loops(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of these statements that no loop, function or class inside them encloses."""
+    stack: list[ast.AST] = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in reversed(list(ast.iter_child_nodes(node))):
+            if not isinstance(child, _LOOPS_AND_SCOPES):
+                stack.append(child)
+
+
+def _method_calls(nodes: Iterator[ast.AST], names: frozenset[str]) -> bool:
+    return any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in names
+        for node in nodes
+    )
+
+
+def _window_test(test: ast.expr) -> bool:
+    """A remainder (`step % k`, not string formatting) or a counter compared with a bound
+    (`self.micro >= self.k`): what a window's gate is made of. The gate parser decides later."""
+    for node in ast.walk(test):
+        if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
+            if not (isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
+                return True
+        if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.GtE)) for op in node.ops):
+            if isinstance(node.left, ast.Attribute):
+                return True
+    return False
+
+
+def _flag_tests(body: list[ast.stmt]) -> set[str]:
+    """Names assigned a window test (`should_step = self.step % k == 0`) in the body."""
+    return {
+        target.id
+        for node in _outside_loops(body)
+        if isinstance(node, ast.Assign) and _window_test(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+
+
+def gates_its_own_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Backward on every call, outside any loop of the function, and an optimizer step inside an
+    `if` on a window test, also outside loops."""
+    body = function.body
+    if not _method_calls(_outside_loops(body), _BACKWARD_METHODS):
+        return False
+    flags = _flag_tests(body)
+    for node in _outside_loops(body):
+        if not isinstance(node, ast.If):
+            continue
+        test = node.test
+        if _window_test(test) or any(isinstance(n, ast.Name) and n.id in flags for n in ast.walk(test)):
+            if _method_calls(_outside_loops(node.body), _STEP_METHODS):
+                return True
+    return False
