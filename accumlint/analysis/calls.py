@@ -104,7 +104,20 @@ class _Bind(ast.NodeTransformer):
         return node
 
 
-def _enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
+def bind_arguments(call: ast.Call, callee: Callee, expr: ast.expr) -> Optional[ast.expr]:
+    """`expr`, read in the callee, with the callee's parameters replaced by what the call passes
+    (a copy; None when the call unpacks `*args`)."""
+    if any(isinstance(arg, ast.Starred) for arg in call.args):
+        return None
+    params = list(callee.scope.params)
+    if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
+        params = params[1:]
+    bound: dict[str, ast.expr] = dict(zip(params, call.args))
+    bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
+    return _Bind(bound, set(callee.scope.params)).visit(copy.deepcopy(expr))
+
+
+def enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
     while scope is not None and scope.class_node is None:
         scope = scope.parent
     return scope
@@ -173,10 +186,10 @@ class Resolver:
             return None
         owner = func.value
         if isinstance(owner, ast.Name) and owner.id in {"self", "cls"}:
-            cls = _enclosing_class(scope)
+            cls = enclosing_class(scope)
             return self.method(cls.class_node, func.attr, depth) if cls and cls.class_node else None
         if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
-            cls = _enclosing_class(scope)
+            cls = enclosing_class(scope)
             return self._in_bases(cls.class_node, func.attr, depth) if cls and cls.class_node else None
         name = dotted(owner)
         if name is None:
@@ -210,7 +223,7 @@ class Resolver:
         if head in {"self", "cls"}:
             if "." in rest:
                 return None
-            owner = _enclosing_class(scope)
+            owner = enclosing_class(scope)
             if owner is None or owner.class_node is None:
                 return None
             definitions = [d for s in owner.class_scopes for d in s.definitions(name)]
@@ -370,14 +383,7 @@ class Resolver:
         callee = self.resolve(call, scope)
         if callee is None or callee.module is not self.module or len(callee.scope.returns) != 1:
             return None
-        params = list(callee.scope.params)
-        if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
-            params = params[1:]
-        bound: dict[str, ast.expr] = dict(zip(params, call.args))
-        bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
-        if any(isinstance(arg, ast.Starred) for arg in call.args):
-            return None
-        return _Bind(bound, set(callee.scope.params)).visit(copy.deepcopy(callee.scope.returns[0][0]))
+        return bind_arguments(call, callee, callee.scope.returns[0][0])
 
     # --- what a callee does -----------------------------------------------------------------
     def kinds(self, callee: Callee) -> frozenset[EventKind]:

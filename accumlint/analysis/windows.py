@@ -9,6 +9,7 @@ from typing import Callable, Iterable, Optional, cast
 import ast
 import re
 
+from accumlint.analysis.calls import bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, positional, positionals
@@ -27,7 +28,9 @@ class GateTest:
 
 @dataclass(eq=False, repr=False)
 class Window:
-    form: str  # "gate" (if-block), "continue" (early continue), "inner" (micro-step loop)
+    # "gate" (if-block), "continue" (early continue), "inner" (micro-step loop), "callee" (the
+    # step's call runs every micro-step; the function it calls steps under its own gate)
+    form: str
     micro_loop: Loop  # one iteration of it is one micro-step
     step_loop: Loop  # the loop whose body holds the step
     k: ast.expr
@@ -52,6 +55,8 @@ class Window:
                 and stmt.order > self.gate_header.order
                 and not stmt.within(self.gate)
             )
+        if self.form == "callee":
+            return stmt is self.step.stmt
         return (
             self.step_loop.contains(stmt)
             and not self.micro_loop.contains(stmt)
@@ -357,6 +362,9 @@ def _gate_for(
         if test.positive != (branch == "body"):
             continue
         return Window("gate", loop, loop, test.k, set(), step, node, header, test, branch)
+    callee_window = _callee_gate(step, loop)
+    if callee_window is not None:
+        return callee_window
     # `if (i + 1) % k != 0: continue` earlier in the loop body.
     for stmt, test in _continue_gates(loop, scope, events):
         if stmt.order < step.order and not step.stmt.within(stmt.node):
@@ -388,6 +396,56 @@ def _gate_for(
             continue
         if any(e.kind == BACKWARD for e in in_loop.get(id(inner), [])):
             return Window("inner", inner, loop, k, set(), step)
+    return None
+
+
+def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
+    """`self._maybe_step(i)` every micro-step, and the function steps only under its own window
+    test (`if (i + 1) % self.k == 0:`): a window whose step block is that call. Only when the
+    test, read at the call (parameters replaced by the arguments), names nothing but what the
+    caller sees too: its own names, or `self` of the same class."""
+    callee, call = step.callee, step.call
+    if callee is None or call is None or step.stmt.loop is not loop:
+        return None
+    scope = callee.scope
+    steps = [e for e in callee.module.direct.get(id(scope), []) if e.kind == STEP]
+    if not steps or any(e.stmt.loops for e in steps):
+        return None  # it steps through deeper calls, or in a loop (or its body is a window itself)
+    tests: list[GateTest] = []
+    for inner in steps:
+        test = _enclosing_gate(inner.stmt, scope)
+        if test is None:
+            return None  # some step runs on every call
+        tests.append(test)
+    if len({ast.dump(t.k) for t in tests}) != 1:
+        return None
+    k, counter = bind_arguments(call, callee, tests[0].k), bind_arguments(call, callee, tests[0].counter)
+    if k is None or counter is None:
+        return None
+    own_class, loop_class = enclosing_class(scope), enclosing_class(loop.scope)
+    same_self = own_class is not None and loop_class is not None and own_class.class_node is loop_class.class_node
+    passed = {n for arg in (*call.args, *(kw.value for kw in call.keywords)) for n in names_in(arg)}
+    own_module = callee.module.collected.module is _module_node(loop.scope)
+    for expr in (k, counter):
+        for name in names_in(expr):
+            root = name.split(".", 1)[0]
+            if root == "self":
+                if not same_self:
+                    return None
+            elif name not in passed and not (own_module and root not in scope.defs and root not in scope.params):
+                return None  # the callee's own local, or a global of another module
+    return Window("callee", loop, loop, k, set(), step, None, None, replace(tests[0], k=k, counter=counter), None)
+
+
+def _enclosing_gate(stmt: Stmt, scope: Scope) -> Optional[GateTest]:
+    """The window test of the innermost `if` around `stmt` whose branch holds it at the boundary."""
+    for node, branch in reversed(stmt.path):
+        if not isinstance(node, ast.If):
+            continue
+        header = scope.header_of(node)
+        test = parse_gate(node.test, scope, header.order) if header is not None else None
+        if test is not None and test.positive == (branch == "body"):
+            return test
     return None
 
 
@@ -430,14 +488,19 @@ def _carries_state(loop: Loop) -> bool:
 
 
 def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple[Stmt, GateTest]]:
-    """`if <not at a window boundary>: continue` statements directly in the loop body."""
+    """`if <not at a window boundary>: continue` statements directly in the loop body, and
+    `if <at a boundary>: ... else: continue`: what follows them runs once per window."""
     found = []
     for stmt in scope.loop_statements(loop):
         node = stmt.node
-        if stmt.loop is loop and isinstance(node, ast.If) and stmt.is_statement and _ends_with_continue(node.body):
-            test = parse_gate(node.test, scope, stmt.order)
-            if test is not None and not test.positive:
-                found.append((stmt, test))
+        if stmt.loop is not loop or not isinstance(node, ast.If) or not stmt.is_statement:
+            continue
+        skips_off_boundary, skips_on_boundary = _ends_with_continue(node.body), _ends_with_continue(node.orelse)
+        if skips_off_boundary == skips_on_boundary:
+            continue
+        test = parse_gate(node.test, scope, stmt.order)
+        if test is not None and test.positive == skips_on_boundary:
+            found.append((stmt, test))
     return found
 
 

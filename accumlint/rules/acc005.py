@@ -224,7 +224,7 @@ def _step_text(window: Window, facts: ModuleFacts) -> str:
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
-            if window.form == "inner" or window.test is None or window.test.end_clause:
+            if window.form in {"inner", "callee"} or window.test is None or window.test.end_clause:
                 continue
             if window.reporting_gate:
                 continue  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window

@@ -60,8 +60,8 @@ def move_into_step_block(
     kind is in `anchors`. No edit when the statement runs beside more than one step block (an
     AMP and a plain branch each with its own): moving it into one would drop it from the other."""
     stmt = event.stmt
-    if not stmt.is_statement:
-        return None
+    if not stmt.is_statement or window.form == "callee":
+        return None  # the step block lies in the function the loop calls: nothing to move it beside
     candidates = [w for w in (window, *window.siblings) if w.step.stmt.compatible(stmt)]
     if len(candidates) != 1:
         return None
