@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Iterator
 
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
+from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
@@ -19,6 +21,20 @@ SUMMARY = "gradients are zeroed every micro-step while the step is gated"
 FIX: FixSafety = "safe"
 
 
+_JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def _bail_out(stmt: Stmt) -> bool:
+    """Inside an `if` branch that ends by leaving the micro-step (`if not isfinite(loss):
+    zero_grad(); continue`): that micro-batch is thrown away on purpose, the window goes on."""
+    for node, branch in stmt.path:
+        if isinstance(node, ast.If):
+            block = node.body if branch == "body" else node.orelse
+            if block and isinstance(block[-1], _JUMPS):
+                return True
+    return False
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     seen: set[int] = set()
     for sf in facts.scopes:
@@ -26,7 +42,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             for event in sf.events:
                 if event.kind != ZERO or id(event.stmt) in seen or not window.every_micro_step(event.stmt):
                     continue
-                if under_accumulate(event.stmt, facts):
+                if under_accumulate(event.stmt, facts) or _bail_out(event.stmt):
                     continue
                 seen.add(id(event.stmt))
                 what = f"`{event.helper}()` zeroes gradients" if event.helper else "gradients are zeroed"
