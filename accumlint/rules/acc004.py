@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Iterator
+from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.events import CLIP, STEP, UNSCALE
+from accumlint.analysis.collect import Stmt
+from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import insert_before, remove
 from accumlint.rules.meta import FixSafety
@@ -16,16 +17,34 @@ SUMMARY = "gradients are clipped while still multiplied by the GradScaler's scal
 FIX: FixSafety = "safe"
 
 
+def _region(clip: Event, events: list[Event]) -> Optional[Callable[[Stmt], bool]]:
+    """Where the clip's gradients were made: its outermost loop; or, in a function without a loop,
+    the statements after a backward of this function that precedes the clip on its branch (one
+    call makes and clips them: no caller can unscale them in between)."""
+    if clip.stmt.loops:
+        return clip.stmt.loops[0].contains
+    backwards = [
+        e for e in events
+        if e.kind == BACKWARD and e.helper is None and e.order < clip.order and e.stmt.compatible(clip.stmt)
+    ]
+    if not backwards:
+        return None
+    start = backwards[-1].order
+    return lambda stmt: stmt.order >= start
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for clip in sf.events:
-            if clip.kind != CLIP or clip.call is None or clip.self_unscaling or clip.helper or clip.stmt.loop is None:
+            if clip.kind != CLIP or clip.call is None or clip.self_unscaling or clip.helper:
                 continue
-            loop = clip.stmt.loops[0]
+            region = _region(clip, sf.events)
+            if region is None:
+                continue
             # The GradScaler step this clip precedes, on the same branch (AMP and non-AMP paths differ).
             scaler_steps = [
                 e for e in sf.events
-                if e.kind == STEP and e.scaler and e.order > clip.order and loop.contains(e.stmt)
+                if e.kind == STEP and e.scaler and e.order > clip.order and region(e.stmt)
                 and e.stmt.compatible(clip.stmt)
             ]
             if not scaler_steps:
@@ -35,7 +54,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             clip_in_block = window is None or window.in_step_block(clip.stmt)
             unscales = [
                 e for e in sf.events
-                if e.kind == UNSCALE and loop.contains(e.stmt) and e.stmt.compatible(clip.stmt)
+                if e.kind == UNSCALE and region(e.stmt) and e.stmt.compatible(clip.stmt)
                 and (e.optimizer is None or step.optimizer is None or e.optimizer == step.optimizer)
             ]
             good = [
@@ -55,7 +74,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             # same step carries the insertion, which then precedes this clip too.
             earlier_clip = any(
                 e.kind == CLIP and e is not clip and not e.self_unscaling and e.order < clip.order
-                and loop.contains(e.stmt) and e.stmt.compatible(clip.stmt)
+                and region(e.stmt) and e.stmt.compatible(clip.stmt)
                 and (window is None or window.in_step_block(e.stmt) == clip_in_block)
                 for e in sf.events
             )
