@@ -105,6 +105,10 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
     ):
         # `optimizer.apply_gradients(zip(grads, vars))`; not a class's own `self.apply_gradients()` helper.
         return Event(STEP, site.stmt, call, name, optimizer=name)
+    if frameworks.STEP_FUNCTIONS and roles.canonical(dotted(call.func) or "") in frameworks.STEP_FUNCTIONS:
+        target = positional(call, 0) or keyword(call, "optimizer")
+        stepped = dotted(target) if target is not None else None
+        return Event(STEP, site.stmt, call, stepped, optimizer=stepped) if stepped is not None else None
     if method == "step" and receiver is not None:
         if role == R.SCALER:
             target = positional(call, 0)

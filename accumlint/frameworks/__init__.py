@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, keras, lightning, torch_core
+from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, keras, lightning, torch_core, xla
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
 SPECS: tuple[FrameworkSpec, ...] = (
     torch_core.SPEC, amp.SPEC, accelerate.SPEC, deepspeed.SPEC, lightning.SPEC, fabric.SPEC, ddp.SPEC, keras.SPEC,
+    xla.SPEC,
 )
 
 _CONSTRUCTORS: dict[str, Role] = {name: role for spec in SPECS for name, role in spec.constructors.items()}
@@ -33,6 +34,8 @@ GRADIENT_METHODS: dict[Role, tuple[str, Framework]] = {
 }
 # Optimizer methods besides `step()` that apply an update (`apply_gradients`).
 STEP_METHODS: frozenset[str] = frozenset(m for spec in SPECS for m in spec.step_methods)
+# Functions that step the optimizer passed as their first argument (dotted, as imported).
+STEP_FUNCTIONS: frozenset[str] = frozenset(f for spec in SPECS for f in spec.step_functions)
 # Optimizers that wrap another one to scale the loss (`LossScaleOptimizer(inner)`).
 LOSS_SCALE_WRAPPERS: frozenset[str] = frozenset(n for spec in SPECS for n in spec.loss_scale_wrappers)
 # Keywords of an optimizer constructor that make it accumulate, and average, by itself.
@@ -55,6 +58,6 @@ def backward_framework(role: Optional[Role]) -> Optional[Framework]:
 __all__ = [
     "Framework", "FrameworkSpec", "Role", "SPECS", "SELF_UNSCALING_ROLES", "SELF_UNSCALING_METHODS",
     "ACCUMULATION_KEYWORDS", "GRADIENT_METHODS", "GRAPH_FREE_FRAMEWORKS", "LOSS_SCALE_WRAPPERS", "STEP_METHODS",
-    "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework",
+    "STEP_FUNCTIONS", "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework",
     "constructed_role",
 ]

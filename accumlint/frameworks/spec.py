@@ -47,6 +47,7 @@ class FrameworkSpec:
     optimizer_getters: frozenset[str] = frozenset()  # `self.optimizers()` hands back the optimizer it already has
     gradient_methods: dict[Role, str] = field(default_factory=dict)  # `tape.gradient(loss, vars)`: a backward that returns the gradients
     step_methods: frozenset[str] = frozenset()  # `<optimizer>.apply_gradients(...)` is this framework's step
+    step_functions: frozenset[str] = frozenset()  # `xm.optimizer_step(optimizer)`: a function that steps its first argument
     loss_scale_wrappers: frozenset[str] = frozenset()  # `LossScaleOptimizer(inner)`: an optimizer wrapping another
     accumulation_keywords: frozenset[str] = frozenset()  # an optimizer built with it accumulates and averages by itself
     graph_free: bool = False  # its tensors hold no autograd graph (the tape does): nothing to detach
