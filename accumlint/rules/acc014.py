@@ -4,6 +4,7 @@ loop, its callees or its step block ever zeroes the gradients."""
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Iterator, Optional
 
@@ -275,6 +276,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     if _runs_once(loop, stmts):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
+        yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)
         return
     if any(e.kind == ZERO for e in in_loop):
         return
@@ -315,6 +317,66 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     for step in steps:
         message = _message(step, zeroed_before, _optimizer_of(step), wrapper=id(step) in wrapped)
         yield Violation(CODE, message, (step.call or step.stmt.node), fix.get(id(step)))
+
+
+# Optimizer-like objects whose step averages weights and reads no gradient (`ema_optimizer.step()`).
+_AVERAGING_WORDS = frozenset({"ema", "swa", "average", "averaged", "averaging", "polyak", "lookahead", "teacher"})
+
+
+def _takes_gradients(facts: ModuleFacts, name: str) -> bool:
+    """Named like an optimizer, not like a weight average, and not built here by a class that is
+    not known to be an optimizer (`ema_opt = WeightEMA(model, ema_model)`)."""
+    if set(re.split(r"[._]", name.lower())) & _AVERAGING_WORDS:
+        return False
+    if facts.roles.by_name.get(name) == frameworks.Role.OPTIMIZER:
+        return True
+    for scope in facts.collected.scopes:
+        for definition in scope.defs.get(name, []):
+            if isinstance(definition.value, ast.Call):
+                return False  # built by a call whose result is not known to be an optimizer
+    return True
+
+
+def _unzeroed_optimizers(
+    facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[Event], in_loop: list[Event], stmts: list[Stmt]
+) -> Iterator[Violation]:
+    """Two optimizers step in the loop and only one is ever zeroed (a GAN whose generator's
+    gradients add up): reported when every zeroing in sight is `<optimizer>.zero_grad()` on a
+    named optimizer, so that what it clears is known, and nothing else can clear (no `.grad`
+    write, no project call that zeroes or cannot be followed, no zeroing framework)."""
+    roles = facts.roles
+    zeros = [e for e in in_loop if e.kind == ZERO]
+    if not zeros or any(e.helper or e.call is None or roles.role(e.receiver) != frameworks.Role.OPTIMIZER for e in zeros):
+        return
+    if any(_stmt_writes_grad(s) for s in stmts):
+        return
+    if any(e.kind == BACKWARD and e.framework in frameworks.ZEROING_FRAMEWORKS for e in in_loop):
+        return
+    zeroed = {e.receiver for e in zeros}
+    missing = [
+        s for s in steps
+        if s.helper is None and s.optimizer and s.optimizer not in zeroed
+        and roles.role(s.optimizer) == frameworks.Role.OPTIMIZER and _takes_gradients(facts, s.optimizer)
+        and not (_step_has_arguments(s) or _zeroing_step(s, roles) or _recreated(s, sf.scope, loop))
+    ]
+    if not missing or not any(s.optimizer in zeroed for s in steps):
+        return
+    reach = _Reach()
+    seen: set[int] = {id(sf.scope)}
+    for site in sf.scope.calls:
+        if loop.contains(site.stmt):
+            _follow(facts.analysed, site.call, sf.scope, reach, seen, 0)
+    if reach.clears or reach.unknown or reach.recreates:
+        return
+    others = ", ".join(sorted(f"`{name}`" for name in zeroed if name))
+    for step in missing:
+        yield Violation(
+            CODE,
+            f"`{step.optimizer}` steps after backward every iteration of this loop, but only {others} is zeroed: "
+            f"`{step.optimizer}`'s gradients add up across all its updates, a window that is never reset "
+            f"(add `{step.optimizer}.zero_grad()` before its backward or after its step)",
+            step.call or step.stmt.node,
+        )
 
 
 def _wrapper_step(facts: ModuleFacts, step: Event) -> Optional[Callee]:
