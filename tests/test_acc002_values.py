@@ -146,8 +146,7 @@ METERS = _src("""
 def test_dict_of_meters_keeps_every_term():
     findings = assert_reported(METERS)
     assert "`sums`" in findings[0].message
-    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"
-    assert_fix(METERS, {"sums[name] += value  # <ACC002": "sums[name] += value.detach()  # <ACC002"}, unsafe=True)
+    assert findings[0].fix is None  # `value` of unknown type: no `.detach()` on what may be a float
 
 
 def test_dict_of_meters_fed_with_items_is_clean():
@@ -786,8 +785,7 @@ OUTPUT_KEPT = _src("""
 
 def test_an_output_the_loss_is_computed_from_is_kept():
     findings = assert_reported(OUTPUT_KEPT)
-    assert findings[0].fix is not None and findings[0].fix.applicability == "unsafe"  # a tuple is possible
-    assert_fix(OUTPUT_KEPT, {"features.append(feat)  # <ACC002": "features.append(feat.detach())  # <ACC002"}, unsafe=True)
+    assert findings[0].fix is None  # an output of unknown type may be a tuple or a dict: no `.detach()`
 
 
 def test_a_count_made_from_the_same_batch_is_not_kept():

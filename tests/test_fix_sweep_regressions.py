@@ -434,6 +434,5 @@ def test_a_tensor_bound_to_a_name_that_usually_holds_a_number_is_still_kept():
     """)
     got = findings(source)
     assert [(f.code, f.location.row) for f in got] == [("ACC002", 9)]
-    assert fix_source(source, "case.py", select={"ACC002"}).fixed_source is None  # unsafe only
-    fixed = fix_source(source, "case.py", select={"ACC002"}, unsafe_fixes=True).fixed_source
-    assert fixed is not None and "kept.append(temp.detach())" in fixed
+    # a model output of unknown type (a tuple, a dict?): reported, with no `.detach()` offered
+    assert fix_source(source, "case.py", select={"ACC002"}, unsafe_fixes=True).fixed_source is None

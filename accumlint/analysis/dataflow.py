@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, mentions, method_of
+from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
+from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras
 
 if TYPE_CHECKING:
@@ -287,6 +288,8 @@ class DataFlow:
                 return isinstance(expr, ast.Attribute) and self.carries_graph(expr.value, at, depth + 1)
             if self._definition_carries(base, depth):
                 return True
+            if any(u.kind == "inplace" and u.op == "requires_grad_" and not u.stmt.no_grad for u in updates):
+                return True  # `real.requires_grad_(True)`: a leaf whose uses build a graph
             return any(
                 u.kind == "aug" and u.value is not None and self.carries_graph(u.value, u.stmt, depth + 1)
                 for u in updates
@@ -318,6 +321,8 @@ class DataFlow:
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
         if definition.stmt.no_grad or definition.value is None or self.graph_free:
             return False
+        if definition.kind in {"assign", "unpack"} and id(definition) in self._backward_roots(definition.stmt.scope):
+            return True
         if definition.kind == "assign":
             return self.carries_graph(definition.value, definition.stmt, depth + 1)
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
@@ -328,7 +333,7 @@ class DataFlow:
                 returned = self._helper_graph(definition.value, definition.stmt, depth + 1, definition.index)
                 if returned is not None:  # `loss, avg = step(batch)` against `return loss, loss.item() / n`
                     return returned
-            return self._call_carries(definition.value, definition.stmt, depth + 1)
+            return self._call_carries(definition.value, definition.stmt, depth + 1, definition)
         if definition.kind == "for":
             element = _iterated_element(definition.value, definition.index)
             return element is not None and self._collection_carries(element, definition.stmt, depth + 1)
@@ -350,7 +355,7 @@ class DataFlow:
     def _numeric_module(self, name: str) -> bool:
         """`np.cos`, `math.exp`: a library that never builds an autograd graph."""
         origin = self.collected.imports.get(name.split(".", 1)[0], "")
-        return origin.split(".", 1)[0] in _NUMERIC_MODULES
+        return numeric_origin(origin)
 
     def _canonical(self, name: str) -> str:
         """`grad` imported from torch.autograd -> `torch.autograd.grad`."""
@@ -395,7 +400,7 @@ class DataFlow:
         base, _ = reaching(name, at.scope, at.order)
         return base is not None and base.kind in {"assign", "unpack"}
 
-    def _call_carries(self, call: ast.Call, at: Stmt, depth: int) -> bool:
+    def _call_carries(self, call: ast.Call, at: Stmt, depth: int, element: Optional[Definition] = None) -> bool:
         receiver, method = method_of(call)
         if method in _NO_GRAPH_METHODS or method is None:
             return False
@@ -431,7 +436,110 @@ class DataFlow:
         if receiver is not None and self._local_value(receiver, at):
             # `(pred.detach() - y).abs()`: a method of a value the analysis sees
             return self.carries_graph(receiver, at, depth + 1) or self._arguments_carry(call, at, depth)
-        return True
+        return self._unseen_call_carries(call, at, depth, element)
+
+    def _unseen_call_carries(self, call: ast.Call, at: Stmt, depth: int, element: Optional[Definition] = None) -> bool:
+        """A call the analysis cannot read (a library, an object handed in): a graph only where the
+        code shows one going in or starting there. A model's forward starts one (`model(x)`,
+        `self.net.forward(x)`); a graph-carrying argument goes in (`criterion(out, y)`,
+        `hvd.allreduce(loss)`). Anything else is unknown, and unknown is no graph: `stats` of
+        `loss, stats = self.actor(batch)` may hold floats."""
+        from accumlint.analysis.lifetimes import is_model  # lifetimes reads `reaching` from here
+
+        receiver, method = method_of(call)
+        func = dotted(call.func) or ""
+        if method not in _MODEL_HOUSEKEEPING and any(
+            is_model(part, set()) or self._module_object(part, at) for part in _prefixes(func)
+        ):
+            # `model(x)`, `self.net.forward(x)`, `model.head(x)`, `rnn(x, h)` with `rnn = nn.GRU(...)`.
+            # Of an unpacked result only the output proper (`loss, stats = self.actor(batch)`: `stats`
+            # may be floats) and a state the call is handed back (`out, hidden = model(x, hidden)`).
+            if element is None or element.index[:1] in {(0,), ()}:
+                return True
+            fed_back = any(element.name in names_in(arg) for arg in [*call.args, *(kw.value for kw in call.keywords)])
+            return fed_back or any(hint in last_part(func).lower() for hint in _RECURRENT_HINTS)
+        values = [*call.args, *(kw.value for kw in call.keywords)]
+        if receiver is not None:
+            values.append(receiver)
+        return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
+
+    def _module_object(self, name: str, at: Stmt) -> bool:
+        """`rnn = nn.GRU(8, 32)`, `self.trunk = torchvision.models.resnet18()`, `AutoModel.from_pretrained(...)`:
+        a name the code binds to a torch module (its calls run a forward)."""
+        scopes = list(at.scope.class_scopes) if name.startswith("self.") else at.scope.sight()
+        for scope in scopes:
+            for definition in scope.definitions(name):
+                value = definition.value
+                if definition.kind != "assign" or not isinstance(value, ast.Call):
+                    continue
+                built = self._canonical(dotted(value.func) or "")
+                if built.startswith(("torch.nn.", "torchvision.models.")) or built.endswith(".from_pretrained"):
+                    return True
+        return False
+
+    def _backward_roots(self, scope: Scope) -> set[int]:
+        """The definitions that reach a backward call of this scope as its tensor (`loss` of
+        `loss.backward()`, `scaler.scale(loss).backward()`, `accelerator.backward(loss)`): a tensor
+        handed to backward holds a graph, whatever produced it."""
+        memo: dict[int, set[int]] = self.__dict__.setdefault("_backward_roots_memo", {})
+        found = memo.get(id(scope))
+        if found is not None:
+            return found
+        found = set()
+        for site in scope.calls:
+            receiver, method = method_of(site.call)
+            if method not in {"backward", "manual_backward"}:
+                continue
+            tensor: Optional[ast.expr] = receiver
+            if isinstance(receiver, ast.Call) and method_of(receiver)[1] == "scale" and receiver.args:
+                tensor = receiver.args[0]
+            elif site.call.args and (receiver is None or method == "manual_backward" or not self._local_value(receiver, site.stmt)
+                                     or dotted(receiver) in {"accelerator", "fabric", "engine", "model_engine", "self.accelerator"}):
+                tensor = site.call.args[0]
+            name = dotted(tensor) if tensor is not None else None
+            if name is None:
+                continue
+            base, _ = reaching(name, scope, site.stmt.order, site.stmt)
+            if base is not None:
+                self._add_outputs_on_the_way(base, found)
+        if scope.is_lightning_training_step:  # Lightning backward-s what it returns
+            for value, stmt in scope.returns:
+                name = dotted(value)
+                base = reaching(name, scope, stmt.order, stmt)[0] if name is not None else None
+                if base is not None:
+                    self._add_outputs_on_the_way(base, found)
+        memo[id(scope)] = found
+        return found
+
+    def _add_outputs_on_the_way(self, root: Definition, found: set[int]) -> None:
+        """The tensor handed to backward and the call results it is computed from in the function
+        (`feat = self.trunk(x)`; `loss = self.head_loss(feat, y)`): outputs on the way to the loss.
+        Only the first result of an unpacked call (`out, seconds = policy(x)`) and nothing that
+        passed through a detach."""
+        pending = [root]
+        while pending and len(found) < 200:
+            definition = pending.pop()
+            if id(definition) in found or definition.stmt.no_grad or definition.value is None:
+                continue
+            if definition.kind == "unpack" and definition.index[:1] not in {(0,), ()} and definition is not root:
+                continue
+            found.add(id(definition))
+            for name in _read_outside_detach(definition.value):
+                base, _ = reaching(name, definition.stmt.scope, definition.stmt.order, definition.stmt)
+                if base is not None and base.kind in {"assign", "unpack"} and self._opaque_call(base.value, base.stmt):
+                    pending.append(base)
+
+    def _opaque_call(self, value: Optional[ast.expr], at: Stmt) -> bool:
+        """A call whose result the analysis cannot compute from what it is given: a function or an
+        object's method (`self.trunk(x)`), not a method of a value in sight (`(g - 1).mean()`) nor
+        a torch or numeric function."""
+        if not isinstance(value, ast.Call):
+            return False
+        receiver, method = method_of(value)
+        full = dotted(value.func) or ""
+        if method in _NO_GRAPH_METHODS or self._torch_function(full) or self._numeric_module(full):
+            return False
+        return receiver is None or not self._local_value(receiver, at)
 
     def instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
         """`tuner.tune(pred)` where `tuner = Tuner(...)` was built from a class of the project: that
@@ -475,7 +583,7 @@ class DataFlow:
             return None
         flow = callee.module.flow
         params = set(callee.scope.params) - {"self", "cls"}
-        reads_arguments = False
+        read: set[str] = set()  # the parameters a return value reads other than through a detach
         for value, stmt in callee.scope.returns:
             for position in index:
                 if not isinstance(value, ast.Tuple) or position >= len(value.elts):
@@ -485,11 +593,17 @@ class DataFlow:
                 return True
             if stmt.no_grad and not (isinstance(value, ast.Name) and value.id in params):
                 continue  # computed under no_grad (`@torch.no_grad()` on the helper): no graph
-            reads_arguments = reads_arguments or _reads_outside_detach(value, params, flow, stmt)
-        if reads_arguments:  # `return 1.0 / (levels[1:] - levels[:-1])`: as graph-carrying as its arguments
-            values = [*call.args, *(kw.value for kw in call.keywords)]
+            read |= {p for p in params - read if _reads_outside_detach(value, {p}, flow, stmt)}
+        if read:  # `return 1.0 / (levels[1:] - levels[:-1])`: as graph-carrying as the arguments it reads
+            values = _bound_to(call, callee.scope.params, read)
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
+
+
+def _prefixes(name: str) -> list[str]:
+    """`self.model.head` -> `self.model.head`, `self.model` (not `self`): the objects a call is made on."""
+    parts = name.split(".")
+    return [".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) not in {"self", "cls"}]
 
 
 def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool:
@@ -506,6 +620,14 @@ def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool
             measured = divisor.args[0]
     name = dotted(measured) if measured is not None else None
     return name is not None and name not in k_names and mentions(numerator, {name})
+
+
+_RECURRENT_HINTS = ("rnn", "lstm", "gru", "cell")
+# What a model's own methods return: parameters, modes, state; no forward pass.
+_MODEL_HOUSEKEEPING = {
+    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
+    "state_dict", "load_state_dict", "eval", "train", "to", "cuda", "cpu", "zero_grad", "apply", "requires_grad_",
+}
 
 
 def _class_like(name: str) -> bool:
@@ -540,6 +662,35 @@ def _index_part(expr: ast.Subscript) -> bool:
         return False
     _, method = method_of(value)
     return method in _INDEX_RETURNING
+
+
+def _read_outside_detach(expr: ast.expr) -> set[str]:
+    """The names an expression reads other than through a detach, `.data` or a size."""
+    found: set[str] = set()
+    pending: list[ast.AST] = [expr]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.Attribute) and node.attr in _NO_GRAPH_ATTRIBUTES:
+            continue
+        if isinstance(node, ast.Call) and method_of(node)[1] in _NO_GRAPH_METHODS:
+            continue
+        if isinstance(node, (ast.Name, ast.Attribute)) and dotted(node) is not None:
+            found.add(dotted(node) or "")
+            if isinstance(node, ast.Attribute):
+                pending.append(node.value)
+            continue
+        pending.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _bound_to(call: ast.Call, params: list[str], wanted: set[str]) -> list[ast.expr]:
+    """The arguments of a call bound to the parameters in `wanted` (all of them when a star hides
+    the binding); `self` is bound by the call's receiver, not an argument."""
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(kw.arg is None for kw in call.keywords):
+        return [*call.args, *(kw.value for kw in call.keywords)]
+    positional = [p for p in params if p not in {"self", "cls"}] if params[:1] in (["self"], ["cls"]) else list(params)
+    bound = [arg for name, arg in zip(positional, call.args) if name in wanted]
+    return bound + [kw.value for kw in call.keywords if kw.arg in wanted]
 
 
 def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: Stmt) -> bool:

@@ -23,7 +23,10 @@ NO_GRAD_HOOKS = frozenset({
     "on_validation_batch_end", "on_test_batch_end", "on_predict_batch_end",
     "on_validation_epoch_end", "on_test_epoch_end", "validation_epoch_end", "test_epoch_end",
 })
-_MODEL_NAMES = ("model", "net", "network", "encoder", "decoder", "generator", "discriminator", "policy")
+_MODEL_NAMES = (
+    "model", "net", "network", "encoder", "decoder", "generator", "discriminator", "policy",
+    "rnn", "lstm", "gru", "backbone", "critic", "actor", "transformer", "unet", "vae",
+)
 _MODEL_METHODS = {"parameters", "named_parameters", "eval", "train", "zero_grad", "state_dict", "modules"}
 _FORWARD_METHODS = {"forward", "__call__"}
 

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import dotted, last_part, method_of
+from accumlint.analysis.libraries import NUMERIC_LIBRARIES
 from accumlint.analysis.lifetimes import is_model
 
 if TYPE_CHECKING:
@@ -35,7 +36,7 @@ _TENSOR_METHODS = {
 _NUMBER_METHODS = {"item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "__len__", "get_lr", "get_last_lr"}
 _NUMBER_BUILTINS = {"float", "int", "len", "round", "bool", "str", "repr", "format", "hash", "id", "ord", "divmod", "isinstance"}
 _CHOOSING_BUILTINS = {"max", "min", "abs", "pow"}  # the kind of what they are given
-_NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistics", "sys", "argparse"}
+_NUMERIC_MODULES = NUMERIC_LIBRARIES
 # torch functions that return tensors: anything under torch except these host-side namespaces.
 _TORCH_HOST = ("cuda", "distributed", "backends", "utils", "cpu", "mps", "version", "hub", "jit", "onnx",
                "get_", "is_", "set_", "manual_seed", "initial_seed", "numel", "typename", "autograd")

@@ -338,18 +338,15 @@ def _graph_value(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: se
 
 
 def _detach_fix(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> Optional[Fix]:
-    """`.detach()` on the whole stored value, only where it cannot land on a number: safe when the
-    code shows a tensor; unsafe when its type is unknown but it comes from the forward pass (a
-    model output may be a tuple or a dict); none when the code shows or suggests a number, when
-    nothing ties it to the forward pass, and on a container display."""
+    """`.detach()` on the whole stored value, only where the code shows a tensor: a model output of
+    unknown type may be a tuple, a dict or a float, where `.detach()` would raise (no fix then);
+    never on a container display."""
     if isinstance(value, _CONTAINERS) or any(isinstance(n, (ast.Lambda, ast.Await, ast.Yield)) for n in walk(value)):
         return None
-    kind = _value_kind(facts, value, stmt, backwarded)
-    if kind not in {TENSOR, UNKNOWN} or (kind == UNKNOWN and not _from_forward(facts, value, stmt, backwarded)):
+    if _value_kind(facts, value, stmt, backwarded) != TENSOR:
         return None
     value_text = facts.source.segment(value)
-    safe = kind == TENSOR
-    return Fix(f"Detach `{value_text}` before keeping it", "safe" if safe else "unsafe", (replace(facts.source, value, detached(facts.source, value)),))
+    return Fix(f"Detach `{value_text}` before keeping it", "safe", (replace(facts.source, value, detached(facts.source, value)),))
 
 
 def _torch_alias(facts: ModuleFacts) -> Optional[str]:
