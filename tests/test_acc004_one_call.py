@@ -94,3 +94,69 @@ def optimizer_step(model, opt, scaler):
     scaler.update()
 """
     assert _findings(source) == []
+
+
+STEP_FUNCTION = """
+import torch
+
+def optimizer_step(model, opt, scaler):
+    {unscale}
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    scaler.step(opt)
+    scaler.update()
+    opt.zero_grad()
+"""
+
+LOOP = """
+def train(model, opt, scaler, loader):
+    for batch in loader:
+        loss = model(batch).mean()
+        scaler.scale(loss).backward()
+        {before_call}
+        optimizer_step(model, opt, scaler)
+"""
+
+TRAINER_CALLING = """
+import torch
+
+class Trainer:
+    def __init__(self, model, opt):
+        self.model, self.opt = model, opt
+        self.scaler = torch.cuda.amp.GradScaler()
+
+    def _optimizer_step(self):
+        {unscale}
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.scaler.step(self.opt)
+        self.scaler.update()
+        self.opt.zero_grad()
+
+    def train_epoch(self, loader):
+        for batch in loader:
+            self.scaler.scale(self.model(batch).mean()).backward()
+            self._optimizer_step()
+"""
+
+
+def test_a_called_step_function_clips_the_loops_scaled_gradients():
+    source = STEP_FUNCTION.format(unscale="pass") + LOOP.format(before_call="pass")
+    assert _findings(source) == [("ACC004", _row(source, "clip_grad_norm_"))]
+    assert _findings(STEP_FUNCTION.format(unscale="scaler.unscale_(opt)") + LOOP.format(before_call="pass")) == []
+    # The loop unscales before calling it: clean.
+    assert _findings(STEP_FUNCTION.format(unscale="pass") + LOOP.format(before_call="scaler.unscale_(opt)")) == []
+
+
+def test_a_trainer_method_that_clips_after_the_loops_scaled_backward():
+    bad = TRAINER_CALLING.format(unscale="pass")
+    assert _findings(bad) == [("ACC004", _row(bad, "clip_grad_norm_"))]
+    assert _findings(TRAINER_CALLING.format(unscale="self.scaler.unscale_(self.opt)")) == []
+
+
+def test_a_step_function_in_another_module_is_reported_at_its_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    for unscale, expected in [("pass", True), ("scaler.unscale_(opt)", False)]:
+        (tmp_path / "steps.py").write_text(textwrap.dedent(STEP_FUNCTION.format(unscale=unscale)).lstrip())
+        source = "from steps import optimizer_step\n" + textwrap.dedent(LOOP.format(before_call="pass"))
+        (tmp_path / "train.py").write_text(source)
+        monkeypatch.chdir(tmp_path)
+        found = _findings(source, "train.py")
+        assert found == ([("ACC004", _row(source, "optimizer_step(model, opt, scaler)"))] if expected else [])

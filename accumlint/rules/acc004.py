@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.calls import Callee
+from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
@@ -33,8 +35,65 @@ def _region(clip: Event, events: list[Event]) -> Optional[Callable[[Stmt], bool]
     return lambda stmt: stmt.order >= start
 
 
+def _unscaled_clip_in(callee: Callee) -> Optional[Event]:
+    """The first clip of a called step function that precedes its GradScaler step with no
+    `unscale_` before it in that function (and no backward of its own: then it is judged alone)."""
+    events = sorted(callee.module.direct.get(id(callee.scope), []), key=lambda e: e.order)
+    if any(e.kind == BACKWARD for e in events):
+        return None
+    for clip in events:
+        if clip.kind != CLIP or clip.call is None or clip.self_unscaling or clip.stmt.loops:
+            continue
+        if any(e.kind == UNSCALE and e.order < clip.order for e in events):
+            return None
+        if any(e.kind == STEP and e.scaler and e.order > clip.order and e.stmt.compatible(clip.stmt) for e in events):
+            return clip
+    return None
+
+
+def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
+    """`scaler.scale(loss).backward()` in the loop, then `self._optimizer_step()` that clips and
+    steps the scaler: the clip is reported where it is written (in this module), report only,
+    since another caller of that function might unscale first."""
+    for call_event in sf.events:
+        callee = call_event.callee
+        if call_event.kind != CLIP or callee is None or call_event.call is None or call_event.stmt.loop is None:
+            continue
+        loop = call_event.stmt.loops[0]
+        before = [
+            e for e in sf.events
+            if e.order < call_event.order and loop.contains(e.stmt) and e.stmt.compatible(call_event.stmt)
+            and e.kind in {BACKWARD, UNSCALE}
+        ]
+        if not before or before[-1].kind != BACKWARD or before[-1].scaler is None:
+            continue  # no scaled backward right before the call, or an unscale_ in between
+        clip = _unscaled_clip_in(callee)
+        if clip is None or clip.call is None or id(clip.call) in reported:
+            continue
+        reported.add(id(clip.call))
+        scaled = f"`{before[-1].scaler}.scale(...).backward()`"
+        if callee.module is facts.analysed:
+            line = getattr(call_event.stmt.node, "lineno", "?")
+            yield Violation(
+                CODE,
+                f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` is called at line {line} after "
+                f"{scaled} and clips before any `unscale_()`",
+                clip.call,
+            )
+        else:  # the clip is in another module: reported at the call, naming where it is
+            where = f"{callee.module.path.name if callee.module.path else 'another module'}:{clip.call.lineno}"
+            yield Violation(
+                CODE,
+                f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` ({where}) clips before any "
+                f"`unscale_()`, and it is called here after {scaled}",
+                call_event.call,
+            )
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
+    reported: set[int] = set()
     for sf in facts.scopes:
+        yield from _through_calls(sf, facts, reported)
         for clip in sf.events:
             if clip.kind != CLIP or clip.call is None or clip.self_unscaling or clip.helper:
                 continue
@@ -90,4 +149,5 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                         "safe",
                         tuple(e for e in edits if e is not None),
                     )
-            yield Violation(CODE, f"gradient clipping {reason}", clip.call, fix)
+            if id(clip.call) not in reported:
+                yield Violation(CODE, f"gradient clipping {reason}", clip.call, fix)
