@@ -340,3 +340,166 @@ def test_an_unknown_value_handed_to_a_meter_of_another_module_is_silent(tmp_path
     assert _rows(_project(tmp_path, clean)) == []
     kept = {"meters.py": ACTOR_METER, "train.py": ACTOR_CALLER.replace("KEPT", "loss")}
     assert _rows(_project(tmp_path, kept)) == [11]
+
+
+# --- a dict of losses returned by a step function that runs backward ---------------------------------
+
+DICT_STEP_SCRIPT = src("""
+    def train_one_batch(model, criterion, optimizer, x, y):
+        optimizer.zero_grad()
+        out = model(x)
+        terms = {"ce": criterion(out, y), "reg": out.pow(2).mean()}
+        loss = terms["ce"] + terms["reg"]
+        loss.backward()
+        optimizer.step()
+        return RETURNED
+
+
+    def train_one_epoch(model, criterion, optimizer, loader):
+        totals = {"ce": 0.0, "reg": 0.0}
+        for x, y in loader:
+            terms = train_one_batch(model, criterion, optimizer, x, y)
+            for name, value in terms.items():
+                totals[name] += value * len(x)  # <ACC002
+        print(totals)
+""")
+
+
+def test_a_dict_of_losses_from_a_step_function_is_kept():
+    findings = CASES.assert_reported(DICT_STEP_SCRIPT.replace("RETURNED", "terms"))
+    assert findings[0].fix is None  # `value` of a type the code does not show
+    detached = DICT_STEP_SCRIPT.replace("RETURNED", "{k: v.item() for k, v in terms.items()}").replace("  # <ACC002", "")
+    CASES.assert_clean(detached)
+
+
+DICT_STEP_TRAINER = src("""
+    class Solver:
+        def train_one_batch(self, x, y):
+            self.optimizer.zero_grad()
+            out = self.model(x)
+            loss, parts = self.loss_fn(out, y)
+            loss.backward()
+            self.optimizer.step()
+            return RETURNED
+
+        def train_one_epoch(self, loader):
+            totals = {}
+            for x, y in loader:
+                parts = self.train_one_batch(x, y)
+                for name, value in parts.items():
+                    totals[name] = totals.get(name, 0) + value  # <ACC002
+            print(totals)
+""")
+
+
+def test_a_dict_of_losses_from_a_step_method_is_kept():
+    CASES.assert_reported(DICT_STEP_TRAINER.replace("RETURNED", "parts"))
+    CASES.assert_clean(DICT_STEP_TRAINER.replace("RETURNED", "{k: float(v) for k, v in parts.items()}").replace("  # <ACC002", ""))
+
+
+DICT_STEP_MODULE = """
+    def train_one_batch(model, optimizer, x):
+        optimizer.zero_grad()
+        out = model(x)
+        parts = {"rec": (out - x).pow(2).mean(), "l1": out.abs().mean()}
+        (parts["rec"] + parts["l1"]).backward()
+        optimizer.step()
+        return RETURNED
+"""
+DICT_STEP_CALLER = """
+    from steps import train_one_batch
+
+
+    def train(model, optimizer, loader):
+        history = {"rec": [], "l1": []}
+        for x in loader:
+            parts = train_one_batch(model, optimizer, x)
+            for name, value in parts.items():
+                history[name].append(value)
+        print(history)
+"""
+
+
+def test_a_dict_of_losses_from_a_step_function_in_another_module_is_kept(tmp_path):
+    kept = {"steps.py": DICT_STEP_MODULE.replace("RETURNED", "parts"), "train.py": DICT_STEP_CALLER}
+    assert _rows(_project(tmp_path, kept)) == [9]
+    free = DICT_STEP_MODULE.replace("RETURNED", "{k: v.detach() for k, v in parts.items()}")
+    assert _rows(_project(tmp_path, {"steps.py": free, "train.py": DICT_STEP_CALLER})) == []
+
+
+# --- backward through a slot of a returned dict, the dict kept -----------------------------------------
+
+SLOT_SCRIPT = src("""
+    def train(module, optimizer, loader):
+        outputs = []
+        for i, batch in enumerate(loader):
+            optimizer.zero_grad()
+            output = module.training_step(batch, i)
+            output["loss"].backward()
+            optimizer.step()
+            outputs.append(output)  # <ACC002
+        print(len(outputs))
+""")
+
+
+def test_a_dict_whose_loss_was_backwarded_is_kept():
+    findings = CASES.assert_reported(SLOT_SCRIPT)
+    assert findings[0].fix is None  # a dict has no `.detach()`
+    fixed = SLOT_SCRIPT.replace('        outputs.append(output)  # <ACC002', '        output["loss"] = output["loss"].detach()\n        outputs.append(output)')
+    CASES.assert_clean(fixed)
+
+
+SLOT_TRAINER = src("""
+    class HorovodTrainer:
+        def fit(self, module, loader):
+            for epoch in range(self.max_epochs):
+                module.train()
+                self.train(loader, module, module.optimizer)
+
+        def train(self, dataloader, module, optimizer):
+            module.train()
+            outputs = []
+            for i, batch in enumerate(dataloader):
+                optimizer.zero_grad()
+                output = module.training_step(batch, i)
+                output["loss"].backward()
+                optimizer.step()
+                outputs.append(KEPT)  # <ACC002
+            return module.training_epoch_end(outputs)
+""")
+
+
+def test_a_trainer_keeping_outputs_for_the_epoch_end_is_reported():
+    # the method's result is thrown away by its caller and `module.train()` is no call of it
+    CASES.assert_reported(SLOT_TRAINER.replace("KEPT", "output"))
+    CASES.assert_clean(SLOT_TRAINER.replace("KEPT", '{"loss": output["loss"].item()}').replace("  # <ACC002", ""))
+
+
+SLOT_MODULE = """
+    class Module:
+        def training_step(self, batch, i):
+            loss = self.model(batch).mean()
+            return {"loss": loss, "metrics": {"i": i}}
+"""
+SLOT_CALLER = """
+    from module import Module
+
+
+    def train(loader, optimizer):
+        module = Module()
+        outputs = []
+        for i, batch in enumerate(loader):
+            output = module.training_step(batch, i)
+            output["loss"].backward()
+            optimizer.step()
+            optimizer.zero_grad()
+            outputs.append(KEPT)
+        print(len(outputs))
+"""
+
+
+def test_a_dict_returned_by_a_module_of_another_file_and_kept(tmp_path):
+    kept = {"module.py": SLOT_MODULE, "train.py": SLOT_CALLER.replace("KEPT", "output")}
+    assert _rows(_project(tmp_path, kept)) == [12]
+    clean = {"module.py": SLOT_MODULE, "train.py": SLOT_CALLER.replace("KEPT", 'output["metrics"]')}
+    assert _rows(_project(tmp_path, clean)) == []

@@ -299,6 +299,9 @@ class DataFlow:
         if isinstance(expr, ast.Subscript):
             if _index_part(expr):
                 return False  # `out.max(1)[1]`, `out.topk(k)[1]`: indices carry no graph
+            slot = self._slot_carries(expr, at, depth)
+            if slot is not None:
+                return slot
             return self.carries_graph(expr.value, at, depth + 1)
         if isinstance(expr, ast.Attribute):
             if expr.attr == "indices" and isinstance(expr.value, ast.Call) and method_of(expr.value)[1] in _INDEX_RETURNING:
@@ -317,6 +320,36 @@ class DataFlow:
         if isinstance(expr, ast.NamedExpr):
             return self.carries_graph(expr.value, at, depth + 1)
         return False
+
+    def _slot_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
+        """`output["metrics"]` where `output` is a dict display in sight or the dict displays a
+        project function returns: what that key holds (None when the code does not show it)."""
+        key = expr.slice
+        name = dotted(expr.value)
+        if not isinstance(key, ast.Constant) or name is None:
+            return None
+        base, updates = reaching(name, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or base.stmt.no_grad:
+            return None
+        displays: list[tuple[ast.expr, Stmt, DataFlow]]
+        if isinstance(base.value, ast.Dict):
+            displays = [(base.value, base.stmt, self)]
+        elif isinstance(base.value, ast.Call):
+            callee = self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
+            if callee is None or not callee.scope.returns:
+                return None
+            displays = [(value, stmt, callee.module.flow) for value, stmt in callee.scope.returns]
+        else:
+            return None
+        found = []
+        for display, stmt, flow in displays:
+            if not isinstance(display, ast.Dict):
+                return None
+            values = [v for k, v in zip(display.keys, display.values) if isinstance(k, ast.Constant) and k.value == key.value]
+            if len(values) != 1 or any(k is None for k in display.keys):
+                return None
+            found.append(not stmt.no_grad and flow.carries_graph(values[0], stmt, depth + 1))
+        return any(found)
 
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
         if definition.stmt.no_grad or definition.value is None or self.graph_free:
@@ -348,6 +381,9 @@ class DataFlow:
         if name is None:
             return False
         base, _ = reaching(name, at.scope, at.order)
+        if base is not None and base.kind == "assign" and isinstance(base.value, ast.Call) and not base.stmt.no_grad:
+            # `losses = self.train_one_batch(x)`: a collection the project's function returns
+            return self._helper_graph(base.value, base.stmt, depth + 1) is True
         if base is None or base.kind != "assign" or not isinstance(base.value, (ast.List, ast.Tuple, ast.Dict)):
             return False
         return self.carries_graph(base.value, base.stmt, depth + 1)
@@ -496,8 +532,11 @@ class DataFlow:
             elif site.call.args and (receiver is None or method == "manual_backward" or not self._local_value(receiver, site.stmt)
                                      or dotted(receiver) in {"accelerator", "fabric", "engine", "model_engine", "self.accelerator"}):
                 tensor = site.call.args[0]
+            slot = isinstance(tensor, ast.Subscript)
+            while isinstance(tensor, ast.Subscript):  # `output["loss"].backward()`: the dict holds a graph
+                tensor = tensor.value
             name = dotted(tensor) if tensor is not None else None
-            if name is None:
+            if name is None or (slot and _slot_detached(scope, name, site.stmt.order)):
                 continue
             base, _ = reaching(name, scope, site.stmt.order, site.stmt)
             if base is not None:
@@ -598,6 +637,21 @@ class DataFlow:
             values = _bound_to(call, callee.scope.params, read)
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
+
+
+def _slot_detached(scope: Scope, name: str, after: int) -> bool:
+    """`output["loss"] = output["loss"].detach()` after the backward: the collection's graph-carrying
+    slot is replaced by a graph-free value (whichever slot it is: the analysis stays silent)."""
+    for stmt in scope.stmts:
+        node = stmt.node
+        if stmt.order <= after or not isinstance(node, ast.Assign) or len(node.targets) != 1:
+            continue
+        target = node.targets[0]
+        if isinstance(target, ast.Subscript) and dotted(target.value) == name and any(
+            isinstance(n, ast.Call) and method_of(n)[1] in _NO_GRAPH_METHODS for n in ast.walk(node.value)
+        ):
+            return True
+    return False
 
 
 def _prefixes(name: str) -> list[str]:

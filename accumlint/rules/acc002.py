@@ -245,6 +245,8 @@ def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
     if not callers:
         return True
     for sf, site in callers:
+        if isinstance(site.stmt.node, ast.Expr) and site.stmt.node.value is site.call:
+            continue  # `self.train(loader)` as a statement: its result is thrown away
         targets = {d.name for ds in sf.scope.defs.values() for d in ds if d.stmt is site.stmt}
         if targets & backward_ancestry(sf.scope, sf.events) or not targets:
             return True
@@ -387,17 +389,26 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
     training = {id(loop) for loop in scope.loops if any(
         e.kind == BACKWARD and not e.helper and loop.contains(e.stmt) for e in sf.events
     )}
+    # Loops whose backward runs in a called step function (`loss_dict = self.train_one_batch(x)`):
+    # what that call returns is this iteration's loss, graph-carrying only where the code shows it.
+    stepping = {id(loop): [e for e in sf.events if e.kind == BACKWARD and e.helper and loop.contains(e.stmt)]
+                for loop in scope.loops if id(loop) not in training}
+    stepping = {key: events for key, events in stepping.items() if events}
     for loop in scope.loops:
-        if id(loop) not in training:
+        if id(loop) not in training and id(loop) not in stepping:
             continue
-        # What the backward of this loop runs through and each iteration makes anew (the loss, the
-        # outputs, the batch): not the model, optimizer or loader a `prepare` call ties to them.
-        loop_graph = {
-            n for n in backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
-            if any(loop.contains(d.stmt) for d in scope.definitions(n)) and facts.roles.role(n) is None
-        }
+        if id(loop) in training:
+            # What the backward of this loop runs through and each iteration makes anew (the loss, the
+            # outputs, the batch): not the model, optimizer or loader a `prepare` call ties to them.
+            loop_graph = {
+                n for n in backward_ancestry(scope, sf.events, only=lambda e: loop.contains(e.stmt))
+                if any(loop.contains(d.stmt) for d in scope.definitions(n)) and facts.roles.role(n) is None
+            }
+        else:
+            calls = {id(e.stmt) for e in stepping[id(loop)]}
+            loop_graph = {d.name for ds in scope.defs.values() for d in ds if id(d.stmt) in calls}
         for name, value, stmt, via in _stores(facts, scope, loop.contains):
-            if id([l for l in stmt.loops if id(l) in training][-1]) != id(loop):
+            if id([l for l in stmt.loops if id(l) in training or id(l) in stepping][-1]) != id(loop):
                 continue  # reported for the innermost loop with a backward that holds it
             if loop.implicit and lifetimes.own_attribute(name):
                 continue  # a `self` attribute across hook calls: reported by the attribute pass
@@ -409,7 +420,10 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue  # `lengths[i] = length_fn(batch)`: made from the batch alone, not from the forward pass
             if _returned_to_backward(scope, name, facts):
                 continue
-            if not _graph_value(facts, value, stmt, backwarded):
+            if id(loop) in stepping:
+                if _value_kind(facts, value, stmt, backwarded) == NUMBER:
+                    continue
+            elif not _graph_value(facts, value, stmt, backwarded):
                 continue
             yield _kept_every_iteration(facts, name, value, stmt, via, backwarded)
 
@@ -418,10 +432,14 @@ def _kept_every_iteration(
     facts: ModuleFacts, name: str, value: ast.expr, stmt: Stmt, via: str, backwarded: set[str]
 ) -> Violation:
     """`name` keeps `value`'s graph from every iteration: the finding, with `.detach()` as its fix."""
+    if _value_kind(facts, value, stmt, backwarded) == TENSOR:
+        advice = f"add `{detached(facts.source, value)}` (or `.item()`)"
+    else:  # of a type the code does not show: a dict or tuple of outputs has no `.detach()`, its tensors do
+        advice = f"detach it before keeping it (`{detached(facts.source, value)}`, on each tensor if it holds several, or `.item()`)"
     return Violation(
         CODE,
         f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration alive"
-        f"{' (' + via + ')' if via else ''}: add `{detached(facts.source, value)}` (or `.item()`)",
+        f"{' (' + via + ')' if via else ''}: {advice}",
         stmt.node,
         _detach_fix(facts, value, stmt, backwarded),
     )
