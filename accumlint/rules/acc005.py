@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.events import STEP, ZERO
+from accumlint.analysis.events import BACKWARD, STEP, ZERO
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, names_in, positional
 from accumlint.analysis.sized import has_len
@@ -71,6 +71,8 @@ def _endless_or_counted(source: ast.expr, scope: Scope) -> bool:
 def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr]]]:
     """(counter, start, sized iterable) when the loop counts the batches of one epoch."""
     node = window.micro_loop.node
+    if window.micro_loop.entry:
+        return None  # a project step method: who calls it, over what data, is not in sight
     if window.micro_loop.implicit:
         # Lightning's `training_step(self, batch, batch_idx)`: batch_idx counts the epoch's batches
         # (the end of the data is `self.trainer.is_last_batch`; no len() in sight, so no fix).
@@ -79,6 +81,10 @@ def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr
     if not isinstance(node, FOR_LOOPS):
         return None
     iterable = node.iter
+    if isinstance(iterable, ast.Call) and (dotted(iterable.func) or "") in _PROGRESS_BARS:
+        wrapped = positional(iterable, 0)  # `tqdm(enumerate(loader))`
+        if isinstance(wrapped, ast.Call) and dotted(wrapped.func) == "enumerate":
+            iterable = wrapped
     over_len = range_len(iterable)
     if over_len is not None and isinstance(node.target, ast.Name):
         return node.target.id, 0, _sized(over_len)
@@ -111,6 +117,46 @@ def _flushed_after(window: Window, facts_events) -> bool:
             continue
         if loop.parent is None or loop.parent.contains(event.stmt):
             return True
+    return False
+
+
+def _discarded_after(window: Window, facts_events) -> bool:
+    """A zeroing right after the micro-batch loop, in the same epoch (`optimizer.zero_grad()  #
+    drop the partial window`): the code throws the tail away on purpose, nothing leaks into the
+    next epoch. A choice like `drop_last=True`, not this bug."""
+    loop = window.micro_loop
+    later = sorted((e for e in facts_events if e.order > loop.last_order), key=lambda e: e.order)
+    for event in later:
+        if loop.parent is not None and not loop.parent.contains(event.stmt):
+            return False
+        if event.kind == ZERO:
+            return True
+        if event.kind in {STEP, BACKWARD}:
+            return False
+    return False
+
+
+def _cut_by_count(window: Window, counter: str) -> bool:
+    """`if i >= steps_per_epoch: break` (or `continue`) in the loop: the epoch is a number of
+    batches the code chose, not the length of the data; whether it is a multiple of k is not
+    in sight."""
+    loop = window.micro_loop
+    scope = loop.scope
+    for stmt in scope.loop_statements(loop):
+        node = stmt.node
+        if stmt.loop is not loop or not isinstance(node, ast.If) or not stmt.is_statement:
+            continue
+        if not (node.body and isinstance(node.body[-1], (ast.Break, ast.Continue))):
+            continue
+        test = node.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1:
+            left, op, right = test.left, test.ops[0], test.comparators[0]
+            if isinstance(op, (ast.LtE, ast.Lt)):
+                left, right = right, left
+            elif not isinstance(op, (ast.GtE, ast.Gt)):
+                continue
+            if counter in names_in(left) and counter not in names_in(right):
+                return True
     return False
 
 
@@ -235,6 +281,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue
             counter, start, sized = counted
             if counter not in names_in(window.test.counter) or _flushed_after(window, sf.events):
+                continue
+            if _discarded_after(window, sf.events) or _cut_by_count(window, counter):
                 continue
             k_text = facts.source.segment(window.k)
             fix = None
