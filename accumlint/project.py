@@ -47,6 +47,15 @@ class ProjectIndex:
         self._found: dict[tuple[Path, str, int], Optional[Path]] = {}
         self._folders: dict[Path, Path] = {}  # importer -> its resolved folder
         self._resolved_root = root.resolve()
+        self._resolved: dict[Path, Path] = {}
+
+    def resolved(self, path: Path) -> Path:
+        """`path.resolve()`, asked of the file system once per path: every call into a module
+        asks for it again, and each asks the system about every folder on the way."""
+        found = self._resolved.get(path)
+        if found is None:
+            found = self._resolved[path] = path.resolve()
+        return found
 
     # --- finding files ---------------------------------------------------------------------
     def _file_for(self, base: Path, parts: list[str]) -> Optional[Path]:
@@ -84,7 +93,7 @@ class ProjectIndex:
 
     def _inside(self, path: Path) -> bool:
         try:
-            path.resolve().relative_to(self._resolved_root)
+            self.resolved(path).relative_to(self._resolved_root)
         except ValueError:
             return False
         return True
@@ -100,9 +109,15 @@ class ProjectIndex:
         return None
 
     # --- reading modules -------------------------------------------------------------------
+    def read_before(self, path: Path) -> Optional[LocalModule]:
+        """The module as last read (the text an analysis used), without asking the file system
+        whether it changed since; read now if it never was."""
+        known = self._modules.get(self.resolved(path))
+        return known[1] if known is not None else self.module(path)
+
     def module(self, path: Path) -> Optional[LocalModule]:
         """The parsed module, read again only when its size or modification time changed."""
-        key = path.resolve()
+        key = self.resolved(path)
         try:
             info = key.stat()
         except OSError:

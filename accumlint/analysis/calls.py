@@ -68,7 +68,7 @@ class AnalysedModule:
                 continue
             seen.add(id(module))
             for path in module.consulted:
-                local = module.index.module(path) if module.index is not None else None
+                local = module.index.read_before(path) if module.index is not None else None
                 found[str(path)] = local.digest if local is not None else file_digest(path)
                 other = _ANALYSED.get(id(local)) if local is not None else None
                 if other is not None and other[0] is local:
@@ -306,7 +306,7 @@ class Resolver:
         full = f"{relative_origin}.{rest}" if rest else relative_origin
         found = index.split(path, full, level)
         if found is not None:
-            self.module.consulted.add(found[0].resolve())
+            self.module.consulted.add(index.resolved(found[0]))
         return found
 
     def points_into_project(self, call: ast.Call) -> bool:
