@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
-from accumlint.analysis.collect import Collected, Scope, collect
+from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.exprs import dotted, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
@@ -174,6 +174,8 @@ class Resolver:
         self._busy: set[int] = set()
         self._origins: dict[str, Optional[tuple[Path, str]]] = {}
         self._instances: dict[tuple[int, str], Optional[str]] = {}
+        self._busy_params: set[tuple[int, str]] = set()  # parameters whose callers are being read
+        self._sites: Optional[dict[str, list[CallSite]]] = None
 
     # --- resolution ----------------------------------------------------------------------
     def resolve(self, call: ast.Call, scope: Scope, depth: int = 0) -> Optional[Callee]:
@@ -187,7 +189,14 @@ class Resolver:
         owner = func.value
         if isinstance(owner, ast.Name) and owner.id in {"self", "cls"}:
             cls = enclosing_class(scope)
-            return self.method(cls.class_node, func.attr, depth) if cls and cls.class_node else None
+            if cls is None or cls.class_node is None:
+                return None
+            found = self.method(cls.class_node, func.attr, depth)
+            if found is None:  # `self.loss_scaler(loss, opt)` with `self.loss_scaler = NativeScaler()`
+                instance_of = self.instance_class(f"{owner.id}.{func.attr}", scope)
+                if instance_of is not None:
+                    return self._class_method(instance_of, "__call__", depth)
+            return found
         if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
             cls = enclosing_class(scope)
             return self._in_bases(cls.class_node, func.attr, depth) if cls and cls.class_node else None
@@ -243,6 +252,8 @@ class Resolver:
             if definition.kind == "param":
                 found = _annotated_class(_parameter_annotation(definition.stmt.node, definition.name))
                 if found is None:
+                    found = self._class_from_callers(definition.name, definition.stmt.scope)
+                if found is None:
                     return None
                 classes.add(found)
             elif definition.kind == "assign" and isinstance(value, ast.Constant) and value.value is None:
@@ -257,6 +268,57 @@ class Resolver:
             return None
         cls = classes.pop()
         return cls if self._project_class(cls) else None
+
+    def _class_from_callers(self, param: str, function: Scope) -> Optional[str]:
+        """The class of what every call of `function` in this module passes for `param`, when they
+        all pass an instance of the same project class (`train_one_epoch(..., loss_scaler)` with
+        `loss_scaler = NativeScaler()` in `main`). A module function, or a method called through
+        `self`; None when a call passes anything else, leaves the default, or there is no call."""
+        params = list(function.params)
+        if function.class_node is not None:
+            if params[:1] != ["self"]:
+                return None
+            params, key = params[1:], f"self.{function.name}"
+        elif function.parent is not None and function.parent.parent is None:
+            key = function.name
+        else:
+            return None
+        if param not in params or (id(function), param) in self._busy_params:
+            return None
+        index = params.index(param)
+        sites = self._sites_by_callee().get(key, [])
+        self._busy_params.add((id(function), param))
+        try:
+            classes: set[Optional[str]] = set()
+            for site in sites:
+                call, caller = site.call, site.stmt.scope
+                if function.class_node is not None:
+                    owner = enclosing_class(caller)
+                    if owner is None or owner.class_node is not function.class_node:
+                        return None
+                if any(isinstance(arg, ast.Starred) for arg in call.args[: index + 1]):
+                    return None
+                value = call.args[index] if index < len(call.args) else next(
+                    (kw.value for kw in call.keywords if kw.arg == param), None
+                )
+                name = dotted(value) if value is not None else None
+                classes.add(self.instance_class(name, caller) if name is not None else None)
+        finally:
+            self._busy_params.discard((id(function), param))
+        if len(classes) != 1 or None in classes:
+            return None
+        return classes.pop()
+
+    def _sites_by_callee(self) -> dict[str, list[CallSite]]:
+        """This module's call sites by the dotted name they call, built on first use."""
+        if self._sites is None:
+            self._sites = {}
+            for scope in self.module.collected.scopes:
+                for site in scope.calls:
+                    name = dotted(site.call.func)
+                    if name is not None:
+                        self._sites.setdefault(name, []).append(site)
+        return self._sites
 
     def _project_class(self, name: str) -> bool:
         """A class defined in this module or imported from a module of the project, and none the
@@ -276,6 +338,9 @@ class Resolver:
             if alias is not None:
                 return self.resolve(alias, current, depth + 1)
             current = current.parent
+        instance_of = self.instance_class(name, scope)
+        if instance_of is not None:  # `loss_scaler(loss, optimizer)` with `loss_scaler = NativeScaler()`
+            return self._class_method(instance_of, "__call__", depth)
         return self._imported(name, depth)
 
     def _partial_target(self, name: str, scope: Scope) -> Optional[ast.Call]:

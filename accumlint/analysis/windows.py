@@ -9,7 +9,7 @@ from typing import Callable, Iterable, Optional, cast
 import ast
 import re
 
-from accumlint.analysis.calls import bind_arguments, enclosing_class
+from accumlint.analysis.calls import Callee, bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, positional, positionals
@@ -43,6 +43,8 @@ class Window:
     steps: list[Event] = field(default_factory=list)
     siblings: list["Window"] = field(default_factory=list)  # other gates of the same loop
     skips: list[Stmt] = field(default_factory=list)  # `if not boundary: continue` headers
+    # "callee" form: the caller's expression that the callee tests (`update_grad=(i + 1) % k == 0`)
+    passed_test: Optional[ast.expr] = None
 
     def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
@@ -61,6 +63,16 @@ class Window:
             self.step_loop.contains(stmt)
             and not self.micro_loop.contains(stmt)
             and stmt.order > self.micro_loop.last_order
+        )
+
+    def backward_in_call(self, event: Event) -> bool:
+        """The called step function runs the backward itself, outside its gate (`loss_scaler(loss,
+        opt, update_grad=...)`): a backward of every micro-step."""
+        if self.form != "callee" or event.stmt is not self.step.stmt or event.callee is None:
+            return False
+        inside = event.callee.module.direct.get(id(event.callee.scope), [])
+        return any(
+            e.kind == BACKWARD and not any(isinstance(node, ast.If) for node, _ in e.stmt.path) for e in inside
         )
 
     def in_step_block(self, stmt: Stmt) -> bool:
@@ -401,51 +413,64 @@ def _gate_for(
 
 def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
     """`self._maybe_step(i)` every micro-step, and the function steps only under its own window
-    test (`if (i + 1) % self.k == 0:`): a window whose step block is that call. Only when the
-    test, read at the call (parameters replaced by the arguments), names nothing but what the
-    caller sees too: its own names, or `self` of the same class."""
+    test (`if (i + 1) % self.k == 0:`, or `if update_grad:` with `update_grad=(i + 1) % k == 0`
+    passed by the call): a window whose step block is that call. Only when the test, read at the
+    call (parameters replaced by the arguments), names nothing but what the caller sees too: its
+    own names, or `self` of the same class."""
     callee, call = step.callee, step.call
     if callee is None or call is None or step.stmt.loop is not loop:
         return None
     scope = callee.scope
     steps = [e for e in callee.module.direct.get(id(scope), []) if e.kind == STEP]
-    if not steps or any(e.stmt.loops for e in steps):
-        return None  # it steps through deeper calls, or in a loop (or its body is a window itself)
-    tests: list[GateTest] = []
+    if not steps or any(not loop_.entry for e in steps for loop_ in e.stmt.loops):
+        return None  # it steps through deeper calls, or in a loop of its own
+    tests: list[tuple[GateTest, Optional[ast.expr]]] = []
     for inner in steps:
-        test = _enclosing_gate(inner.stmt, scope)
-        if test is None:
+        found = _enclosing_gate(inner.stmt, scope, call, callee, loop.scope, step.order)
+        if found is None:
             return None  # some step runs on every call
-        tests.append(test)
-    if len({ast.dump(t.k) for t in tests}) != 1:
+        tests.append(found)
+    if len({ast.dump(t.k) for t, _ in tests}) != 1:
         return None
-    k, counter = bind_arguments(call, callee, tests[0].k), bind_arguments(call, callee, tests[0].counter)
-    if k is None or counter is None:
-        return None
+    test, passed_test = tests[0]
     own_class, loop_class = enclosing_class(scope), enclosing_class(loop.scope)
     same_self = own_class is not None and loop_class is not None and own_class.class_node is loop_class.class_node
     passed = {n for arg in (*call.args, *(kw.value for kw in call.keywords)) for n in names_in(arg)}
     own_module = callee.module.collected.module is _module_node(loop.scope)
-    for expr in (k, counter):
+    for expr in (test.k, test.counter):
         for name in names_in(expr):
             root = name.split(".", 1)[0]
             if root == "self":
-                if not same_self:
+                if not same_self and passed_test is None:
                     return None
             elif name not in passed and not (own_module and root not in scope.defs and root not in scope.params):
                 return None  # the callee's own local, or a global of another module
-    return Window("callee", loop, loop, k, set(), step, None, None, replace(tests[0], k=k, counter=counter), None)
+    window = Window("callee", loop, loop, test.k, set(), step, None, None, test, None)
+    window.passed_test = passed_test
+    return window
 
 
-def _enclosing_gate(stmt: Stmt, scope: Scope) -> Optional[GateTest]:
-    """The window test of the innermost `if` around `stmt` whose branch holds it at the boundary."""
+def _enclosing_gate(
+    stmt: Stmt, scope: Scope, call: ast.Call, callee: Callee, caller: Scope, at: int
+) -> Optional[tuple[GateTest, Optional[ast.expr]]]:
+    """The window test of the innermost `if` around `stmt` whose branch holds it at the boundary,
+    read at the call: (test, the caller's own expression when the whole test is an argument the
+    call passes, like `update_grad=(i + 1) % k == 0`)."""
+    arguments = [*call.args, *(kw.value for kw in call.keywords)]
     for node, branch in reversed(stmt.path):
         if not isinstance(node, ast.If):
             continue
-        header = scope.header_of(node)
-        test = parse_gate(node.test, scope, header.order) if header is not None else None
+        bound = bind_arguments(call, callee, node.test)
+        test = parse_gate(bound, caller, at) if bound is not None else None
+        passed = bound if test is not None and any(bound is arg for arg in arguments) else None
+        if test is None:
+            header = scope.header_of(node)
+            inside = parse_gate(node.test, scope, header.order) if header is not None else None
+            if inside is not None:
+                k, counter = bind_arguments(call, callee, inside.k), bind_arguments(call, callee, inside.counter)
+                test = replace(inside, k=k, counter=counter) if k is not None and counter is not None else None
         if test is not None and test.positive == (branch == "body"):
-            return test
+            return test, passed
     return None
 
 
@@ -708,7 +733,7 @@ def find_windows(
         for window in found:
             if _bound_to_one(window.k, scope, imported):
                 continue
-            if any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+            if any(e.kind == BACKWARD and (window.every_micro_step(e.stmt) or window.backward_in_call(e)) for e in events):
                 window.k_names = k_aliases(window.k, scope)
                 windows.append(window)
     return windows

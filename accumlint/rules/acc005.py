@@ -195,13 +195,13 @@ def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
     return False
 
 
-def _off_by_one(window: Window, start: int) -> bool:
+def _off_by_one(window: Window, start: int, tested: ast.expr) -> bool:
     """`i % k == 0` with `i` counted from 0: the first micro-batch alone makes the first window."""
-    assert window.test is not None and window.gate is not None
+    assert window.test is not None
     offset = _offset(window.test.counter)
     return (
         window.test.flag is None and offset is not None and start + offset == 0
-        and _fires_at_zero(window.gate.test, window.test.counter)
+        and _fires_at_zero(tested, window.test.counter)
     )
 
 
@@ -270,7 +270,10 @@ def _step_text(window: Window, facts: ModuleFacts) -> str:
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
-            if window.form in {"inner", "callee"} or window.test is None or window.test.end_clause:
+            if window.form == "inner" or window.test is None or window.test.end_clause:
+                continue
+            if window.form == "callee" and window.passed_test is None:
+                continue  # the test is the called function's own: its counter is not the loop's in sight
                 continue
             if window.reporting_gate:
                 continue  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
@@ -287,14 +290,15 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             k_text = facts.source.segment(window.k)
             fix = None
             gate = window.gate
-            if gate is None:
+            tested = gate.test if gate is not None else window.passed_test  # the caller's text of the test
+            if tested is None:
                 continue
-            off_by_one = _off_by_one(window, start)
+            off_by_one = _off_by_one(window, start, tested)
             stepped = _step_text(window, facts)
             short = window.test.short_epoch_clause
             if (
                 short is None  # the gate is more than its `% k` test: report only
-                and window.form == "gate" and window.test.flag is None and sized is not None
+                and gate is not None and window.form == "gate" and window.test.flag is None and sized is not None
                 and has_len(sized, sf.scope, facts.collected) and not _gated_elsewhere(window, facts)
             ):
                 sized_text = facts.source.segment(sized)
@@ -311,7 +315,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
             if off_by_one:
                 message = (
-                    f"the step is gated on `{facts.source.segment(gate.test)}` with `{counter}` counted from 0: it "
+                    f"the step is gated on `{facts.source.segment(tested)}` with `{counter}` counted from 0: it "
                     f"fires after the first batch alone (a one-batch first window), and the last "
                     f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
                     f"{_leftover(window, sf.events)}"
@@ -333,4 +337,4 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
                     f"{_leftover(window, sf.events)}"
                 )
-            yield Violation(CODE, message, gate, fix)
+            yield Violation(CODE, message, gate if gate is not None else tested, fix)
