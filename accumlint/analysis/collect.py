@@ -181,6 +181,31 @@ class Collected:
     relative_imports: dict[str, tuple[int, str]] = field(default_factory=dict)  # alias -> (level, dotted)
 
 
+_BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
+
+
+def _backward_outside_loops(scope: Scope) -> bool:
+    """A `.backward(...)` call of this function that no loop of it encloses (read from the calls
+    already collected: most functions have none, and are not walked again)."""
+    return any(
+        not site.stmt.loops and isinstance(site.call.func, ast.Attribute) and site.call.func.attr in _BACKWARD_METHODS
+        for site in scope.calls
+    )
+
+
+def _wrap_in_entry_loop(scope: Scope, node: FunctionNode, header: Stmt, first: int, last: int) -> None:
+    """Make the collected body of `scope` one iteration of an implicit loop (see entries.py)."""
+    hook = Loop(node=node, header=header, scope=scope, parent=None, implicit=True, entry=True)
+    hook.first_order, hook.last_order = first, last
+    for stmt in scope.stmts:
+        if stmt is not header:
+            stmt.loops = (hook, *stmt.loops)
+    for loop in scope.loops:
+        if loop.parent is None:
+            loop.parent = hook
+    scope.loops.insert(0, hook)
+
+
 def target_names(target: ast.AST, prefix: tuple[int, ...] = ()) -> list[tuple[str, tuple[int, ...]]]:
     if isinstance(target, (ast.Tuple, ast.List)):
         found = []
@@ -288,19 +313,20 @@ class _Collector:
         for name in inner.params:
             self._define(Definition(name, "param", None, param_stmt))
         loops_inside: tuple[Loop, ...] = ()
-        hook_of_framework = inner.is_lightning_training_step or self._keras_train_step(inner)
-        if hook_of_framework or gates_its_own_window(node):
+        if inner.is_lightning_training_step or self._keras_train_step(inner):
             # Lightning calls training_step, and Keras's `fit` a model's train_step, once per
-            # micro-batch; so does the project's own driver call a step method that keeps its
-            # window itself: its body is one loop iteration.
-            hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True,
-                        entry=not hook_of_framework)
+            # micro-batch: its body is one loop iteration.
+            hook = Loop(node=node, header=param_stmt, scope=inner, parent=None, implicit=True)
             hook.first_order = self.order + 1
             inner.loops.append(hook)
             loops_inside = (hook,)
+        first = self.order + 1
         self._block(node.body, inner, (), loops_inside, inner_no_grad)
         if loops_inside:
             loops_inside[0].last_order = self.order
+        elif _backward_outside_loops(inner) and gates_its_own_window(node):
+            # So does the project's own driver call a step method that keeps its window itself.
+            _wrap_in_entry_loop(inner, node, param_stmt, first, self.order)
 
     def _loop(self, node, block, scope, path, loops, no_grad) -> None:
         header = self._stmt(node, scope, path, loops, no_grad, block)
