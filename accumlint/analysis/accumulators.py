@@ -331,6 +331,10 @@ def of_module(facts: ModuleFacts) -> list[Accumulator]:
 _FOUND: dict[int, tuple[Collected, list[Accumulator]]] = {}
 
 
+def forget_accumulators() -> None:
+    _FOUND.clear()
+
+
 def of_collected(collected: Collected) -> list[Accumulator]:
     """The accumulators of a module, found once per parse."""
     known = _FOUND.get(id(collected))

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, TypeVar
 
 from accumlint.analysis.ancestry import forget_ancestry
+from accumlint.analysis import accumulators
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
@@ -15,7 +16,7 @@ from accumlint.analysis.events import BACKWARD, Event, collect_events
 from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
-from accumlint.analysis.windows import Window, begin_analysis, find_windows
+from accumlint.analysis.windows import Window, begin_analysis, end_analysis, find_windows
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
@@ -85,6 +86,15 @@ class ModuleFacts:
 
 
 
+def forget_module_caches() -> None:
+    """Drop what the analysis of one module memoised for itself (names, ancestry, aliases, call
+    indexes, accumulators); the project modules it read stay analysed."""
+    forget_names()
+    forget_ancestry()
+    end_analysis()
+    accumulators.forget_accumulators()
+
+
 def analyse(
     module: ast.Module,
     source: SourceText,
@@ -94,8 +104,7 @@ def analyse(
 ) -> ModuleFacts:
     """The facts of one checked module; with a path and a project index, calls into the
     project's other modules are followed too."""
-    forget_names()
-    forget_ancestry()
+    forget_module_caches()
     analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     begin_analysis(collected)

@@ -270,11 +270,16 @@ _ALIASES: dict[int, tuple[Scope, list[_Alias]]] = {}
 _CALL_INDEX: dict[int, tuple[ast.Module, dict[str, list[ast.Call]]]] = {}
 
 
+def end_analysis() -> None:
+    """Forget the last module's scopes and calls."""
+    _ALIASES.clear()
+    _CALL_INDEX.clear()
+
+
 def begin_analysis(collected: Collected) -> None:
     """Forget the last module's scopes and calls; index this one's calls from the collected call
     sites (no second walk of the tree)."""
-    _ALIASES.clear()
-    _CALL_INDEX.clear()
+    end_analysis()
     _index_calls(collected.module, (site.call for scope in collected.scopes for site in scope.calls))
 
 
