@@ -191,11 +191,16 @@ def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]
 
 
 def collect_events(collected: Collected, direct: dict[int, list[Event]], resolver: Resolver) -> dict[int, list[Event]]:
-    """Events per scope (keyed by id(scope)): its own, and at each call of a resolved function
-    the events that function performs, itself or further down."""
+    """Events per scope (keyed by id(scope)): its own, and, in a function with a loop, at each call
+    of a resolved function the events that function performs, itself or further down."""
     result: dict[int, list[Event]] = {}
     for scope in collected.scopes:
         events = list(direct[id(scope)])
+        if not scope.loops:
+            # What a call does matters only to a loop of the caller (its windows, steps, backward
+            # passes per iteration); in a function without one, only its own events are read.
+            result[id(scope)] = events
+            continue
         for site in scope.calls:
             callee = resolver.resolve(site.call, scope)
             if callee is None or callee.scope is scope:
