@@ -25,9 +25,13 @@ Source = Union[str, bytes]
 ALL_CODES = frozenset(RULES)
 MAX_FIX_ROUNDS = 8
 
-# Every rule needs a backward pass, an optimizer step or (ACC002) an accumulation in sight; files without
-# any are only syntax-checked, never analysed.
-_TRIGGERS = ("backward", "step(", "append(", "+=", "] =", "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(", "gradient_accumulation_steps")
+# Every rule needs a backward pass, an optimizer step or (ACC002) an accumulation in sight, here or in a
+# project function a loop here calls with a loss, an optimizer or a scaler (`loss_scaler(loss, opt,
+# update_grad=...)`); files with none of these words are only syntax-checked, never analysed.
+_TRIGGERS = (
+    "backward", "step(", "append(", "+=", "] =", "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(",
+    "gradient_accumulation_steps", "zero_grad", "loss", "optimizer", "scaler",
+)
 
 
 

@@ -129,3 +129,23 @@ def test_a_parameter_some_caller_fills_with_something_else_is_not_followed(tmp_p
 def test_a_step_told_by_a_flag_that_is_always_true_is_no_window():
     source = SCRIPT.format(zero="optimizer.zero_grad()", test="True")
     assert _findings(source) == []
+
+
+def test_a_driver_whose_only_training_word_is_the_loss_is_still_analysed(tmp_path, monkeypatch):
+    # No backward, no step, no accumulation in the file's text: the loop hands its loss to a
+    # project object that runs them.
+    driver = """
+from scaler import NativeScaler
+
+
+def train_one_epoch(model, loader, opt, loss_scaler, k):
+    for i, batch in enumerate(loader):
+        loss = model(batch).mean() / k
+        loss_scaler(loss, opt, update_grad=(i + 1) % k == 0)
+
+
+def main(model, loader, opt, args):
+    loss_scaler = NativeScaler()
+    train_one_epoch(model, loader, opt, loss_scaler, args.k)
+"""
+    assert _in_project(tmp_path, monkeypatch, driver) == [("ACC005", _row(driver, "update_grad="))]

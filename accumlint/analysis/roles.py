@@ -24,8 +24,9 @@ def _role_from_name(name: str) -> Optional[Role]:
     last = name.rsplit(".", 1)[-1].lower()
     if "sched" in last:
         return SCHEDULER
-    if "scaler" in last:
-        return SCALER
+    words = last.split("_")
+    if "scaler" in words[-1] or len(words) > 1 and len(words[-1]) == 1 and "scaler" in words[-2]:
+        return SCALER  # `grad_scaler`, `scaler_g`; not `scaler_meter`, a meter of the scale
     if last in {"opt", "optim", "optimizer", "optimiser"} or re.search(r"(^|_)opt(im(izer|iser)?)?($|_)", last):
         return OPTIMIZER
     if "optimizer" in last or "optimiser" in last:
