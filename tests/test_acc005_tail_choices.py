@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import codes as _codes
 
 SCRIPT = """
 def train(model, loader, optimizer, k, epochs, steps_per_epoch):
@@ -51,10 +52,6 @@ FORMS = [
 ]
 
 
-def _codes(source: str, path: str = "t.py") -> list[str]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted(f.code for f in result.findings)
 
 
 def _fill(template: str, epoch_start: str = "pass", cut: str = "pass", after: str = "pass") -> str:

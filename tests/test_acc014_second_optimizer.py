@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings as _findings, row as _row
 
 SCRIPT = """
 import torch
@@ -45,14 +46,8 @@ class GANTrainer:
 """
 
 
-def _findings(source: str, path: str = "t.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
 
 
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 @pytest.mark.parametrize("template, step", [(SCRIPT, "opt_g.step()"), (TRAINER, "self.opt_g.step()")])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import findings as _findings, row as _row
 
 SCALER = """
 import torch
@@ -75,15 +75,8 @@ def main(model, loader, optimizer, args):
 BOUNDARY = {"script": "(i + 1) % k == 0", "trainer": "(i + 1) % self.k == 0"}
 
 
-def _findings(source: str, path: str = "t.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
 
 
-def _row(source: str, text: str) -> int:
-    """The row of the last line holding `text` (the loop comes after the class)."""
-    return [i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line][-1]
 
 
 def _in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, driver: str) -> list[tuple[str, int]]:
@@ -96,7 +89,7 @@ def _in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, driver: str) ->
 @pytest.mark.parametrize("template, boundary", [(SCRIPT, BOUNDARY["script"]), (TRAINER, BOUNDARY["trainer"])])
 def test_a_window_test_passed_as_an_argument_without_an_end_clause(template, boundary):
     source = template.format(zero="pass", test=boundary)
-    assert _findings(source) == [("ACC005", _row(source, "update_grad="))]
+    assert _findings(source) == [("ACC005", _row(source, "update_grad=", last=True))]
 
 
 @pytest.mark.parametrize("template, boundary", [(SCRIPT, BOUNDARY["script"]), (TRAINER, BOUNDARY["trainer"])])
@@ -110,12 +103,12 @@ def test_the_passed_test_with_an_end_clause_is_clean(template, boundary):
 )
 def test_zeroing_every_micro_step_while_the_callee_steps_when_told(template, boundary, zero):
     source = template.format(zero=zero, test=f"{boundary} or i + 1 == len(loader)")
-    assert _findings(source) == [("ACC007", _row(source, zero))]
+    assert _findings(source) == [("ACC007", _row(source, zero, last=True))]
 
 
 def test_a_parameter_every_caller_fills_with_the_scaler(tmp_path, monkeypatch):
     bad = DRIVER.format(zero="pass", test="(i + 1) % k == 0")
-    assert _in_project(tmp_path, monkeypatch, bad) == [("ACC005", _row(bad, "update_grad="))]
+    assert _in_project(tmp_path, monkeypatch, bad) == [("ACC005", _row(bad, "update_grad=", last=True))]
     good = DRIVER.format(zero="pass", test="(i + 1) % k == 0 or i + 1 == len(loader)")
     assert _in_project(tmp_path, monkeypatch, good) == []
 
@@ -148,4 +141,4 @@ def main(model, loader, opt, args):
     loss_scaler = NativeScaler()
     train_one_epoch(model, loader, opt, loss_scaler, args.k)
 """
-    assert _in_project(tmp_path, monkeypatch, driver) == [("ACC005", _row(driver, "update_grad="))]
+    assert _in_project(tmp_path, monkeypatch, driver) == [("ACC005", _row(driver, "update_grad=", last=True))]

@@ -4,11 +4,10 @@ updated every micro-step, is no scaler update (ACC008), in a script or a trainer
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import codes as _codes
 
 SCRIPT = """
 def train(model, loader, optimizer, k, {name}):
@@ -37,10 +36,6 @@ class Trainer:
 """
 
 
-def _codes(source: str) -> list[str]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), "t.py")
-    assert result.error is None, result.error
-    return sorted(f.code for f in result.findings)
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])

@@ -15,17 +15,11 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings as _findings, row as _row
 
 
-def _findings(source: str, path: str = "t.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
 
 
-def _row(source: str, text: str, last: bool = False) -> int:
-    rows = [i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line]
-    return rows[-1] if last else rows[0]
 
 
 def _in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str, driver: str) -> list[tuple[str, int]]:

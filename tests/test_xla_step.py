@@ -4,11 +4,10 @@ that imports the XLA model module under another name."""
 
 from __future__ import annotations
 
-import textwrap
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import findings as _findings, row as _row
 
 SCRIPT = """
 import torch_xla.core.xla_model as xm
@@ -54,14 +53,8 @@ def train(model, loader, optimizer, k):
 """
 
 
-def _findings(source: str) -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), "t.py")
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
 
 
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 CASES = [(SCRIPT, "optimizer.zero_grad()"), (TRAINER, "self.optimizer.zero_grad()"), (ALIASED, "optimizer.zero_grad()")]
