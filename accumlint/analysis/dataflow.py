@@ -58,6 +58,15 @@ class Scaling:
 UNKNOWN = Scaling(False, 0, unknown=True)
 SOURCE = Scaling(False, 0)
 NEUTRAL = Scaling(False, 0, neutral=True)
+# A sum over the samples (`reduction="sum"`): summed again over the window's micro-batches it is
+# the full batch's sum, so no division by k is owed (read as divided, by no k).
+WINDOW_SUMMED = Scaling(True, 0)
+
+
+def _reduction_is_sum(call: ast.Call) -> bool:
+    return any(
+        kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum" for kw in call.keywords
+    )
 
 
 def _combine_sum(a: Scaling, b: Scaling) -> Scaling:
@@ -217,6 +226,8 @@ class DataFlow:
         return first
 
     def _call_scaling(self, call: ast.Call, at: Stmt, k_names, depth) -> Scaling:
+        if self._sum_reduced(call, at):
+            return WINDOW_SUMMED
         receiver, method = method_of(call)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
@@ -241,6 +252,19 @@ class DataFlow:
         if helper is not None:
             return self._returns_scaling(helper, k_names, depth)
         return self._source(call, k_names, at)
+
+    def _sum_reduced(self, call: ast.Call, at: Stmt) -> bool:
+        """`F.cross_entropy(out, y, reduction="sum")`, or a call of a criterion built with it
+        (`criterion = nn.CrossEntropyLoss(reduction="sum")`, also on `self`)."""
+        if _reduction_is_sum(call):
+            return True
+        name = dotted(call.func)
+        if name is None:
+            return False
+        return any(
+            d.kind == "assign" and isinstance(d.value, ast.Call) and _reduction_is_sum(d.value)
+            for scope in at.scope.sight() for d in scope.definitions(name)
+        )
 
     def _imported_module(self, receiver: ast.expr, at: Stmt) -> bool:
         """`torch`, `ops` (from keras import ops), `torch.nn.functional`: imported, never rebound here."""

@@ -14,7 +14,7 @@ from accumlint.analysis.exprs import dotted, names_in
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import framework_divides, rescales_grads
+from accumlint.rules.common import framework_divides, micro_step_zeroings, rescales_grads
 from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
@@ -28,8 +28,15 @@ FIX: FixSafety = "safe"
 _MISPLACED = "; `{}` reads as a logging frequency, not accumulation steps: the step block looks misplaced"
 
 
-def _message(k_text: str, path: str = "") -> str:
+def _message(k_text: str, path: str = "", zeroed_each_micro_step: bool = False) -> str:
     where = f" ({path})" if path else ""
+    if zeroed_each_micro_step:
+        # Today only the last micro-batch reaches the step (ACC007); the size is wrong once that is fixed.
+        return (
+            f"loss reaches backward without division by the accumulation steps `{k_text}`: once the zeroing "
+            f"that runs every micro-step (ACC007) moves into the step block, each update will be `{k_text}` "
+            f"times too large{where}"
+        )
     return (
         f"loss reaches backward without division by the accumulation steps `{k_text}`: "
         f"each update is `{k_text}` times too large{where}"
@@ -55,6 +62,7 @@ def _k_means_the_same_in(k_text: str, caller: Scope, helper: Scope) -> bool:
 def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
     for window, found in sf.helper_backwards():
         event, module = found.event, found.module
+        zeroed = bool(micro_step_zeroings(facts, sf.events, window))
         if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles):
             continue
         if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
@@ -64,10 +72,10 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
         if scaling.unknown or scaling.divided:
             continue
         k_text = facts.source.segment(window.k)
-        message = _message(k_text, found.path())
+        message = _message(k_text, found.path(), zeroed)
         if module is facts.analysed:
             fix = None
-            if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate:
+            if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate and not zeroed:
                 fix = _division_fix(facts.source, event, window, k_text)
             yield Violation(CODE, message, event.call, fix)
         elif module.path is not None and module.source is not None:
@@ -146,6 +154,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             k_text = src.segment(window.k)
             if window.reporting_gate:  # a logging frequency gates the step: report, offer no division
                 yield Violation(CODE, _message(k_text) + _MISPLACED.format(k_text), event.call, None)
+                continue
+            if micro_step_zeroings(facts, sf.events, window):
+                # Dividing now would make today's one-micro-batch updates k times too small: no fix
+                # until the zeroing (ACC007, fixed first) is in the step block.
+                yield Violation(CODE, _message(k_text, zeroed_each_micro_step=True), event.call, None)
                 continue
             yield Violation(CODE, _message(k_text), event.call, _division_fix(src, event, window, k_text))
         yield from _in_helpers(facts, sf)

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterator
 
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
-from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import under_accumulate
+from accumlint.rules.common import micro_step_zeroings
 from accumlint.rules.window_moves import move_into_step_block
 from accumlint.rules.meta import FixSafety
 
@@ -21,28 +19,12 @@ SUMMARY = "gradients are zeroed every micro-step while the step is gated"
 FIX: FixSafety = "safe"
 
 
-_JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
-
-
-def _bail_out(stmt: Stmt) -> bool:
-    """Inside an `if` branch that ends by leaving the micro-step (`if not isfinite(loss):
-    zero_grad(); continue`): that micro-batch is thrown away on purpose, the window goes on."""
-    for node, branch in stmt.path:
-        if isinstance(node, ast.If):
-            block = node.body if branch == "body" else node.orelse
-            if block and isinstance(block[-1], _JUMPS):
-                return True
-    return False
-
-
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     seen: set[int] = set()
     for sf in facts.scopes:
         for window in sf.windows:
-            for event in sf.events:
-                if event.kind != ZERO or id(event.stmt) in seen or not window.every_micro_step(event.stmt):
-                    continue
-                if under_accumulate(event.stmt, facts) or _bail_out(event.stmt):
+            for event in micro_step_zeroings(facts, sf.events, window):
+                if id(event.stmt) in seen:
                     continue
                 seen.add(id(event.stmt))
                 what = f"`{event.helper}()` zeroes gradients" if event.helper else "gradients are zeroed"

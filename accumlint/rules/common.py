@@ -6,7 +6,8 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.collect import WITHS, Scope, Stmt
-from accumlint.analysis.events import Event
+from accumlint.analysis.events import ZERO, Event
+from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, method_of
 from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
@@ -70,3 +71,27 @@ def under_accumulate(stmt: Stmt, facts: ModuleFacts) -> bool:
                     if method == accelerate.ACCUMULATE_CONTEXT and owner == Role.ACCELERATOR:
                         return True
     return False
+
+
+_JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
+
+
+def _bail_out(stmt: Stmt) -> bool:
+    """Inside an `if` branch that ends by leaving the micro-step (`if not isfinite(loss):
+    zero_grad(); continue`): that micro-batch is thrown away on purpose, the window goes on."""
+    for node, branch in stmt.path:
+        if isinstance(node, ast.If):
+            block = node.body if branch == "body" else node.orelse
+            if block and isinstance(block[-1], _JUMPS):
+                return True
+    return False
+
+
+def micro_step_zeroings(facts: ModuleFacts, events: list[Event], window: Window) -> list[Event]:
+    """The zeroings that run on every micro-step of the window (ACC007): then only the last
+    micro-batch's gradient reaches the step, whatever the loss is divided by."""
+    return [
+        e for e in events
+        if e.kind == ZERO and window.every_micro_step(e.stmt)
+        and not under_accumulate(e.stmt, facts) and not _bail_out(e.stmt)
+    ]
