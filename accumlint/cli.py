@@ -129,7 +129,8 @@ Exit status:
      with --diff: also when a fix would change a file)
   2  a usage or configuration error, an internal error, or a file that
      could not be checked (syntax error, undecodable, unreadable,
-     missing); the other files are still checked and reported
+     missing, or syntax of a newer Python: counted apart); the other
+     files are still checked and reported
 
 \b
 Configuration: the nearest pyproject.toml with a [tool.accumlint] table

@@ -14,7 +14,8 @@ from typing import Callable, Collection, Mapping, Optional, Union
 from accumlint import noqa
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
-from accumlint.model import FileError, FileResult, Finding, Fix, FixSummary, Location, Notice, Violation
+from accumlint.newer_syntax import newer_syntax, running_version
+from accumlint.model import NEWER_PYTHON, FileError, FileResult, Finding, Fix, FixSummary, Location, Notice, Violation
 from accumlint.project import ProjectIndex, index_for
 from accumlint.registry import RULES
 from accumlint.rules import RULE_CHECKS
@@ -51,6 +52,13 @@ def parse(text: str, filename: str) -> ast.Module:
     try:
         return ast.parse(text, filename)
     except SyntaxError as exc:
+        newer = newer_syntax(text, exc.lineno)
+        if newer is not None:
+            version, what = newer
+            raise SourceError(
+                f"{NEWER_PYTHON} {version} to parse ({what} at {exc.lineno}:{exc.offset}); "
+                f"accumlint runs on {running_version()}"
+            ) from None
         raise SourceError(f"syntax error at {exc.lineno}:{exc.offset}: {exc.msg}") from None
     except ValueError as exc:  # null bytes
         raise SourceError(f"cannot parse: {exc}") from None

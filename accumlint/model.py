@@ -97,6 +97,10 @@ def display_path(filename: str, cell: Optional[int]) -> str:
     return filename if cell is None else f"{filename}:cell {cell}"
 
 
+# How the cause of a file that only a newer Python can parse begins (see accumlint.newer_syntax).
+NEWER_PYTHON = "needs Python"
+
+
 @dataclass(frozen=True)
 class FileError:
     """A file that could not be checked, with a one-line cause."""
@@ -104,6 +108,11 @@ class FileError:
     filename: str
     message: str
     cell: Optional[int] = None  # the notebook cell at fault, when one is
+
+    @property
+    def needs_newer_python(self) -> bool:
+        """Valid code for a newer Python than the one accumlint runs on (counted apart)."""
+        return self.message.startswith(NEWER_PYTHON)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from typing import Any, TextIO
 
 import click
 
+from accumlint.newer_syntax import running_version
 from accumlint.model import Finding
 from accumlint.registry import RULES
 from accumlint.reporting.report import Report
@@ -90,18 +91,25 @@ def _fixed_listing(report: Report, out: TextIO) -> None:
 
 def summary(report: Report) -> str:
     remaining = len(report.findings)
-    failed = len({error.filename for error in report.errors})
+    newer = len({error.filename for error in report.errors if error.needs_newer_python})
+    failed = len({error.filename for error in report.errors if not error.needs_newer_python})
     lines = []
     if report.mode.fix and report.fixes_applied:
         total = remaining + report.fixes_applied
         lines.append(f"Found {_plural(total, 'error')} ({report.fixes_applied} fixed, {remaining} remaining).")
     elif remaining:
         lines.append(f"Found {_plural(remaining, 'error')}.")
-    elif not failed:
+    elif not failed and not newer:
         lines.append("All checks passed!")
     if failed:
         # Never "All checks passed!" when a file was not checked at all.
         lines.append(f"{_plural(failed, 'file')} could not be checked (each error names its cause).")
+    if newer:
+        # Valid code for a newer Python: not the file's fault, and not checked either.
+        lines.append(
+            f"{_plural(newer, 'file')} {'needs' if newer == 1 else 'need'} a newer Python to parse: run accumlint "
+            f"on that Python to check {'it' if newer == 1 else 'them'} (it runs on {running_version()})."
+        )
     fixable, hidden = report.fixable(), report.hidden()
     hint = ""
     if hidden:
