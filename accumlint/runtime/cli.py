@@ -67,10 +67,15 @@ class RunCommand(click.Command):
                    "backward during those windows.")
 @click.option("--verify-windows", type=click.IntRange(min=1), default=4, show_default=True,
               help="How many windows --verify checks.")
+@click.option("--exit-code/--exit-zero", "exit_on_findings", default=None,
+              help="Exit 1 when there are findings (--exit-code) or keep the script's own status "
+                   "(--exit-zero). Default: --exit-code, except in a rank under torchrun or another "
+                   "launcher, where findings keep the script's status so that a checked run does "
+                   "not read as a failed worker.")
 @click.argument("script_and_args", nargs=-1, type=click.UNPROCESSED, metavar="[SCRIPT] [ARGS]...")
 def run_command(module: Optional[str], max_steps: Optional[int], report_path: Optional[str],
                 output_format: str, sample_steps: int, verify: bool, verify_windows: int,
-                script_and_args: tuple[str, ...]) -> None:
+                exit_on_findings: Optional[bool], script_and_args: tuple[str, ...]) -> None:
     args = list(script_and_args)
     script: Optional[str] = None
     if module is None:
@@ -83,7 +88,7 @@ def run_command(module: Optional[str], max_steps: Optional[int], report_path: Op
     from accumlint.runtime.runner import RunConfig, run
 
     status = run(RunConfig(script, args, max_steps, report_path, output_format, sample_steps,
-                           module, verify_windows if verify else 0))
+                           module, verify_windows if verify else 0, exit_on_findings))
     sys.exit(status)
 
 

@@ -28,10 +28,20 @@ class RunConfig:
     sample_steps: int = 20
     module: Optional[str] = None
     verify_windows: int = 0
+    # Exit 1 when there are findings: True (--exit-code), False (--exit-zero), None: yes, except in
+    # a rank of a launcher, where a non-zero status reads as a crashed worker (torchrun's
+    # ChildFailedError) though the script ran to its end.
+    exit_on_findings: Optional[bool] = None
 
     @property
     def target(self) -> str:
         return self.script if self.script is not None else f"-m {self.module}"
+
+
+def under_launcher() -> bool:
+    """A rank started by torchrun / torch.distributed.run (or a launcher that sets the same)."""
+    env = os.environ
+    return "TORCHELASTIC_RUN_ID" in env or ("LOCAL_RANK" in env and "WORLD_SIZE" in env)
 
 
 def _rank() -> tuple[int, int]:
@@ -109,7 +119,17 @@ def run(config: RunConfig) -> int:
     findings = monitor.findings.all()
     emit(findings, config.output_format, config.report_path, summarise(monitor, status, error,
                                                                        stopped_at))
-    return 1 if findings else status
+    if not findings:
+        return status
+    exit_on_findings = config.exit_on_findings
+    if exit_on_findings is None:
+        exit_on_findings = not under_launcher()
+        if not exit_on_findings:
+            rank, _ = _rank()
+            print(f"accumlint run: rank {rank} has {len(findings)} finding{'s' if len(findings) != 1 else ''} "
+                  f"(see above); exit status {status} as the script's own under a launcher: "
+                  f"--exit-code makes findings exit 1", file=sys.stderr)
+    return 1 if exit_on_findings else status
 
 
 def _set_path0(path: str) -> None:

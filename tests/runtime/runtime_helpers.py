@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+from typing import Optional
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -12,12 +13,14 @@ if ROOT not in sys.path:  # runtime_checks/ is not installed with the package
 def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
-    env.pop("RANK", None)
-    env.pop("WORLD_SIZE", None)
+    for launcher_variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID"):
+        env.pop(launcher_variable, None)
     return env
 
 
-def accumlint_run(*args: str, cwd: str = ROOT) -> subprocess.CompletedProcess:
+def accumlint_run(*args: str, cwd: str = ROOT, extra_env: Optional[dict] = None) -> subprocess.CompletedProcess:
     """`python -m accumlint.run ARGS` in a fresh interpreter, as a user would run it."""
+    env = subprocess_env()
+    env.update(extra_env or {})
     return subprocess.run([sys.executable, "-m", "accumlint.run", *args], capture_output=True,
-                          text=True, env=subprocess_env(), cwd=cwd, timeout=300)
+                          text=True, env=env, cwd=cwd, timeout=300)

@@ -134,7 +134,10 @@ def test_torchrun_ddp_no_sync(tmp_path, buggy):
     reports = [json.loads((tmp_path / f"report.rank{r}.json").read_text()) for r in (0, 1)]
     if buggy:
         assert all([f["code"] for f in rep] == ["ACC001"] for rep in reports), proc.stdout
-        assert proc.returncode != 0
+        # Findings do not fail the ranks under a launcher (no ChildFailedError); each rank says so.
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        assert "ChildFailedError" not in proc.stderr
+        assert proc.stderr.count("has 1 finding (see above)") == 2
     else:
         assert reports == [[], []], proc.stdout
         assert proc.returncode == 0, proc.stderr[-2000:]
@@ -145,3 +148,31 @@ def test_registering_the_command_does_not_import_torch():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           env=subprocess_env(), cwd=ROOT)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+# What torchrun sets in each rank (simulated: the decision reads only these variables).
+_RANK_ENV = {"LOCAL_RANK": "0", "RANK": "0", "WORLD_SIZE": "1", "TORCHELASTIC_RUN_ID": "run-1"}
+
+
+@pytest.mark.parametrize(
+    "flags, under_launcher, status",
+    [
+        ((), False, 1),
+        (("--exit-zero",), False, 0),
+        ((), True, 0),
+        (("--exit-code",), True, 1),
+        (("--exit-code",), False, 1),
+    ],
+)
+def test_exit_status_with_findings(flags, under_launcher, status):
+    proc = accumlint_run(*flags, BY_NAME["acc001_not_divided"].path("buggy"),
+                         extra_env=_RANK_ENV if under_launcher else None)
+    assert proc.returncode == status, proc.stderr[-2000:]
+    assert "ACC001" in proc.stdout  # the findings are reported whatever the status
+    said = "has 1 finding (see above)" in proc.stderr
+    assert said == (under_launcher and not flags)
+
+
+def test_a_failing_script_keeps_its_status_under_a_launcher(tmp_path):
+    script = _write(tmp_path, "fail.py", "import sys\nsys.exit(3)\n")
+    assert accumlint_run(script, extra_env=_RANK_ENV).returncode == 3
