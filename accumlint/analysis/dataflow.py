@@ -4,13 +4,14 @@ value still carries an autograd graph. Both answer "unknown" rather than guess."
 from __future__ import annotations
 
 import ast
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
-from accumlint.frameworks import keras
+from accumlint.frameworks import keras, torch_core
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Callee, Resolver
@@ -53,20 +54,27 @@ class Scaling:
     k_divisions: int  # how many of those divisions name k
     unknown: bool = False  # the path could not be followed
     neutral: bool = False  # a constant such as the `0.` an accumulator starts from
+    # A sum over the samples (`reduction='sum'`, `.sum()` of a fresh loss): the window's gradient
+    # is then the sum over all its samples, as one big batch's would be; no division is owed.
+    summed: bool = False
+    # Divided only by a running count of loop iterations (`loss / (i + 1)`, `loss / n_seen` with
+    # `n_seen += 1` every iteration): the divisor and the loop it counts. That is no division by k.
+    counter: Optional[ast.expr] = None
+    counter_loop: Optional[ast.AST] = None
+    # Another path to backward (a branch that produces the loss) is scaled while this one is not:
+    # a division written at the backward call would scale that path twice.
+    partial: bool = False
+
+    @property
+    def scaled(self) -> bool:
+        """Divided on the way, or a sum that needs no division: nothing for ACC001 to report."""
+        return self.divided or self.summed
 
 
 UNKNOWN = Scaling(False, 0, unknown=True)
 SOURCE = Scaling(False, 0)
 NEUTRAL = Scaling(False, 0, neutral=True)
-# A sum over the samples (`reduction="sum"`): summed again over the window's micro-batches it is
-# the full batch's sum, so no division by k is owed (read as divided, by no k).
-WINDOW_SUMMED = Scaling(True, 0)
-
-
-def _reduction_is_sum(call: ast.Call) -> bool:
-    return any(
-        kw.arg == "reduction" and isinstance(kw.value, ast.Constant) and kw.value.value == "sum" for kw in call.keywords
-    )
+SUMMED = Scaling(False, 0, summed=True)
 
 
 def _combine_sum(a: Scaling, b: Scaling) -> Scaling:
@@ -74,12 +82,40 @@ def _combine_sum(a: Scaling, b: Scaling) -> Scaling:
         return b
     if b.neutral:
         return a
-    unknown = a.unknown or b.unknown or a.divided != b.divided
-    return Scaling(a.divided and b.divided, min(a.k_divisions, b.k_divisions), unknown)
+    if a == b and not a.unknown:  # `ce_sum + kl_sum`, two counter-divided terms of one loop
+        return a
+    unknown = a.unknown or b.unknown or a.divided != b.divided or a.summed or b.summed
+    unknown = unknown or a.counter is not None or b.counter is not None
+    return Scaling(a.divided and b.divided, min(a.k_divisions, b.k_divisions), unknown, partial=a.partial or b.partial)
 
 
 def _divide(a: Scaling, names_k: bool) -> Scaling:
     return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False)
+
+
+def _alternatives(results: list[Scaling]) -> Scaling:
+    """The loss on its way to backward when it comes from one of several branches: unscaled when
+    one branch is shown unscaled (every path must be scaled), scaled when all are alike, else unknown."""
+    results = [r for r in results if not r.neutral]
+    if not results:
+        return NEUTRAL
+    bare = [r for r in results if not r.unknown and not r.scaled and r.counter is None]
+    if bare:
+        partial = any(r.partial or (r.scaled and not r.unknown) or r.counter is not None for r in results)
+        return Scaling(False, 0, partial=partial or bare[0].partial)
+    first = results[0]
+    if all(r == first for r in results[1:]):
+        return first
+    if all(r.divided and not r.unknown for r in results):
+        return Scaling(True, min(r.k_divisions for r in results))
+    return UNKNOWN
+
+
+def _summed(inner: Scaling) -> Scaling:
+    """`x.sum()` over a whole fresh loss: a sum over its samples."""
+    if inner.unknown or inner.neutral or inner.divided or inner.counter is not None:
+        return inner
+    return Scaling(False, 0, summed=True, partial=inner.partial)
 
 
 def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
@@ -109,6 +145,87 @@ def reaching(
     return base, updates
 
 
+def _branch_paths(name: str, at: Stmt, k_names: set[str], base: Definition) -> list[tuple[Optional[Definition], list[Definition]]]:
+    """The definitions of `name` that reach `at` along each way through the `if`s around the last
+    one (`if aux: loss = f(x) / k` / `else: loss = g(x)`): a base and its updates per way.
+    Only fresh definitions split (`loss = loss / k` under a setting rescales what came before)."""
+    ways: list[tuple[Optional[Definition], tuple[tuple[ast.AST, str], ...]]] = []
+    pending: list[tuple[Optional[Definition], tuple[tuple[ast.AST, str], ...]]] = [(base, ())]
+    while pending:
+        current, chosen = pending.pop()
+        split = _splitting_if(name, at, k_names, current, chosen)
+        if split is None or current is None:
+            ways.append((current, chosen))
+            continue
+        node, branch = split
+        for choice in (branch, "orelse" if branch == "body" else "body"):
+            block = getattr(node, choice)
+            if block and isinstance(block[-1], (ast.Continue, ast.Break, ast.Return, ast.Raise)):
+                continue  # that branch leaves before `at`
+            way = chosen + ((node, choice),)
+            pending.append((_last_plain(name, at, way), way))
+        if len(ways) + len(pending) > 8:
+            return []
+    definitions = [d for d in at.scope.definitions(name) if d.order < at.order and d.stmt.compatible(at)]
+    return [
+        (way_base, [
+            d for d in definitions
+            if d.kind in {"aug", "inplace"} and (way_base is None or d.order > way_base.order) and _on_way(d.stmt, chosen)
+        ])
+        for way_base, chosen in ways
+    ]
+
+
+def _splitting_if(
+    name: str, at: Stmt, k_names: set[str], base: Optional[Definition], chosen: tuple[tuple[ast.AST, str], ...]
+) -> Optional[tuple[ast.AST, str]]:
+    """The outermost `if` around a fresh definition that `at` is not inside (and no way chose yet)."""
+    if base is None or base.value is None or name in names_in(base.value):
+        return None
+    for node, branch in base.stmt.path:
+        if not isinstance(node, ast.If) or at.within(node) or any(node is n for n, _ in chosen):
+            continue
+        return node, branch
+    return None
+
+
+def _chosen_by_divisor(tests: list[ast.expr], values: list[ast.expr], k_names: set[str]) -> bool:
+    """An `if` that separates the ways tests k or a divisor of one of them (`if k > 1:` divide, else
+    not; `if steps > 1: return loss / steps`): the branch is chosen by whether a division is owed."""
+    divisors = set(k_names)
+    for value in values:
+        for node in ast.walk(value):
+            if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Div, ast.FloorDiv)):
+                divisors |= names_in(node.right)
+            elif isinstance(node, ast.Call) and method_of(node)[1] in _DIVIDING_METHODS:
+                for arg in node.args:
+                    divisors |= names_in(arg)
+    divisors -= {"self", "cls"}  # `self.use_aux` and `self.k` share only the object
+    return any(names_in(test) & divisors for test in tests)
+
+
+def _separating_tests(stmts: list[Stmt], at: Optional[Stmt]) -> list[ast.expr]:
+    """The tests of the `if`s around these statements (that `at`, when given, is not inside)."""
+    return [
+        node.test for stmt in stmts for node, _ in stmt.path
+        if isinstance(node, ast.If) and (at is None or not at.within(node))
+    ]
+
+
+def _on_way(stmt: Stmt, chosen: tuple[tuple[ast.AST, str], ...]) -> bool:
+    """The statement runs on the way that takes these branches (outside those `if`s, or in the branch)."""
+    return all(not stmt.within(node) or stmt.within(node, branch) for node, branch in chosen)
+
+
+def _last_plain(name: str, at: Stmt, chosen: tuple[tuple[ast.AST, str], ...]) -> Optional[Definition]:
+    found = None
+    for definition in at.scope.definitions(name):
+        if definition.order < at.order and definition.stmt.compatible(at) and _on_way(definition.stmt, chosen):
+            if definition.kind not in {"aug", "inplace"}:
+                found = definition
+    return found
+
+
 class DataFlow:
     def __init__(self, collected: Collected, resolver: Resolver) -> None:
         self.collected = collected
@@ -131,7 +248,12 @@ class DataFlow:
             if isinstance(expr.op, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
                 if isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names):
-                    return left  # `out.sum() / out.shape[0]`: a mean over the micro-batch, no window
+                    # `out.sum() / out.shape[0]`: a mean over the micro-batch, no window
+                    return Scaling(left.divided, left.k_divisions, left.unknown, left.neutral, partial=left.partial)
+                if isinstance(expr.op, ast.Div):
+                    counted = self._counted_by(left, expr.right, at, k_names)
+                    if counted is not None:
+                        return counted
                 if isinstance(expr.op, ast.Mult):
                     if left.neutral:
                         left = self.scaling(expr.right, at, k_names, depth + 1)
@@ -154,10 +276,22 @@ class DataFlow:
             return self.scaling(expr.operand, at, k_names, depth + 1)
         if isinstance(expr, ast.NamedExpr):  # `(extra := crit(out, y))`
             return self.scaling(expr.value, at, k_names, depth + 1)
-        if isinstance(expr, ast.IfExp):  # scaled only when both branches are, alike
+        if isinstance(expr, ast.IfExp):  # every branch must be scaled
             body, orelse = self.scaling(expr.body, at, k_names, depth + 1), self.scaling(expr.orelse, at, k_names, depth + 1)
-            return body if body == orelse else UNKNOWN
+            if mentions(expr.test, k_names):  # `loss / k if k > 1 else loss`: a choice made by k itself
+                return body if body == orelse else UNKNOWN
+            return _alternatives([body, orelse])
         return UNKNOWN
+
+    def _counted_by(self, left: Scaling, divisor: ast.expr, at: Stmt, k_names: set[str]) -> Optional[Scaling]:
+        """`loss / (i + 1)`, `loss / n_seen`: a fresh loss divided by a running count of a loop
+        around `at` (its index, or a name increased by a constant every iteration)."""
+        if left.unknown or left.scaled or left.neutral or left.counter is not None or mentions(divisor, k_names):
+            return None
+        loop = _running_count(divisor, at)
+        if loop is None:
+            return None
+        return Scaling(False, 0, counter=divisor, counter_loop=loop, partial=left.partial)
 
     def _name_scaling(self, name, expr, at: Stmt, k_names, depth) -> Scaling:
         base, updates = reaching(name, at.scope, at.order, at)
@@ -167,6 +301,17 @@ class DataFlow:
             if isinstance(expr, ast.Attribute):
                 return self.scaling(expr.value, at, k_names, depth + 1)
             return UNKNOWN
+        paths = _branch_paths(name, at, k_names, base) if base is not None and base.stmt.scope is at.scope else []
+        if paths:  # the loss is produced on either branch of an `if`: every one must be scaled
+            results = [self._path_scaling(b, u, k_names, depth) for b, u in paths]
+            bases = [b for b, _ in paths if b is not None]
+            values = [d.value for b, u in paths for d in ([b] if b is not None else []) + u if d.value is not None]
+            if _chosen_by_divisor(_separating_tests([b.stmt for b in bases], at), values, k_names):
+                return results[0] if all(r == results[0] for r in results[1:]) else UNKNOWN
+            return _alternatives(results)
+        return self._path_scaling(base, updates, k_names, depth)
+
+    def _path_scaling(self, base: Optional[Definition], updates: list[Definition], k_names, depth) -> Scaling:
         result = self._definition_scaling(base, k_names, depth) if base is not None else NEUTRAL
         for update in updates:
             if update.value is None:
@@ -221,14 +366,22 @@ class DataFlow:
                     return UNKNOWN
             results.append(flow.scaling(value, stmt, k_names, depth + 1))
         first = results[0]
-        if any(r != first for r in results[1:]):
+        if all(r == first for r in results[1:]):
+            return first
+        if _chosen_by_divisor(_separating_tests([stmt for _, stmt in returns], None), [v for v, _ in returns], k_names):
             return UNKNOWN
-        return first
+        return _alternatives(results)  # each return is a way the loss can take
 
     def _call_scaling(self, call: ast.Call, at: Stmt, k_names, depth) -> Scaling:
-        if self._sum_reduced(call, at):
-            return WINDOW_SUMMED
         receiver, method = method_of(call)
+        if receiver is not None and method == "sum" and keyword(call, "dim") is None:
+            # `per_token.sum()`, `torch.sum(per_token)`: the whole sum (`.sum(-1)` sums a part only)
+            whole = call.args[0] if self._imported_module(receiver, at) and len(call.args) == 1 else None
+            if whole is None and not call.args and not self._imported_module(receiver, at):
+                whole = receiver
+            if whole is not None:
+                inner = self.scaling(whole, at, k_names, depth + 1)
+                return inner if self._mean_loss(whole, at) else _summed(inner)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
             if method.startswith(("mul", "multiply")):
@@ -251,20 +404,52 @@ class DataFlow:
         helper = self._helper_returns(call, at)
         if helper is not None:
             return self._returns_scaling(helper, k_names, depth)
+        reduction = self._reduction(call, at)
+        if reduction == "sum":
+            return SUMMED
+        if reduction == "unknown":
+            return UNKNOWN
         return self._source(call, k_names, at)
 
-    def _sum_reduced(self, call: ast.Call, at: Stmt) -> bool:
-        """`F.cross_entropy(out, y, reduction="sum")`, or a call of a criterion built with it
-        (`criterion = nn.CrossEntropyLoss(reduction="sum")`, also on `self`)."""
-        if _reduction_is_sum(call):
-            return True
+    def _mean_loss(self, expr: ast.expr, at: Stmt, depth: int = 0) -> bool:
+        """A loss already reduced to one mean value (`criterion(out, y)`, `F.mse_loss(out, y)`,
+        `outputs.loss` by their names, with no `reduction` saying otherwise): summing it changes nothing."""
+        if depth > 4:
+            return False
+        name = dotted(expr)
+        if isinstance(expr, ast.Name) and name is not None:
+            base, _ = reaching(name, at.scope, at.order, at)
+            return base is not None and base.kind == "assign" and base.value is not None and self._mean_loss(base.value, base.stmt, depth + 1)
+        if isinstance(expr, ast.Attribute):
+            return expr.attr == "loss"
+        if isinstance(expr, ast.Call):
+            receiver, method = method_of(expr)
+            if receiver is not None and method in _PASS_THROUGH_METHODS - {"sum"}:
+                return self._mean_loss(receiver, at, depth + 1)
+            words = re.split(r"[^a-z]+", last_part(dotted(expr.func)).lower())
+            return any(w.endswith(("loss", "crit", "criterion")) for w in words) and self._reduction(expr, at) in {None, "mean"}
+        return False
+
+    def _reduction(self, call: ast.Call, at: Stmt) -> Optional[str]:
+        """How the loss this call computes is reduced over samples: by its own keywords
+        (`F.cross_entropy(..., reduction='sum')`) or by those its criterion was built with
+        (`crit = nn.MSELoss(reduction='sum')`, in this function, the module or the class's methods).
+        A criterion built more than one way is "unknown"."""
+        own = torch_core.loss_reduction(call)
+        if own is not None:
+            return own
         name = dotted(call.func)
         if name is None:
-            return False
-        return any(
-            d.kind == "assign" and isinstance(d.value, ast.Call) and _reduction_is_sum(d.value)
-            for scope in at.scope.sight() for d in scope.definitions(name)
-        )
+            return None
+        scopes = list(at.scope.class_scopes) if name.startswith("self.") else at.scope.sight()
+        built = {
+            torch_core.loss_reduction(d.value)
+            for scope in scopes for d in scope.definitions(name)
+            if d.kind == "assign" and isinstance(d.value, ast.Call)
+        }
+        if len(built) == 1:
+            return built.pop()
+        return "unknown" if built - {None, "mean"} else None
 
     def _imported_module(self, receiver: ast.expr, at: Stmt) -> bool:
         """`torch`, `ops` (from keras import ops), `torch.nn.functional`: imported, never rebound here."""
@@ -675,6 +860,60 @@ def _slot_detached(scope: Scope, name: str, after: int) -> bool:
             isinstance(n, ast.Call) and method_of(n)[1] in _NO_GRAPH_METHODS for n in ast.walk(node.value)
         ):
             return True
+    return False
+
+
+def _running_count(divisor: ast.expr, at: Stmt) -> Optional[ast.AST]:
+    """The loop whose iterations `divisor` counts (`i`, `i + 1`, `(step + 1)` of `for i, b in
+    enumerate(...)` or `for i in range(n)`; `n` with `n += 1` on every iteration), or None."""
+    if isinstance(divisor, ast.BinOp) and isinstance(divisor.op, ast.Add):
+        if is_number(divisor.right):
+            divisor = divisor.left
+        elif is_number(divisor.left):
+            divisor = divisor.right
+        else:
+            return None
+    if not isinstance(divisor, ast.Name):
+        return None
+    name = divisor.id
+    for loop in at.loops:
+        node = loop.node
+        if isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call):
+            func = dotted(node.iter.func)
+            target: Optional[ast.expr] = node.target
+            if func == "enumerate" and isinstance(target, ast.Tuple) and target.elts:
+                target = target.elts[0]
+            elif func != "range":
+                target = None
+            if isinstance(target, ast.Name) and target.id == name and not _rebound_in(name, loop, at):
+                return node
+        counts = [
+            d for d in at.scope.definitions(name)
+            if d.kind == "aug" and d.op == "AddAssign" and is_number(d.value) and d.stmt.loop is loop
+        ]
+        if len(counts) == 1 and not any(isinstance(n, ast.If) for n, _ in counts[0].stmt.path if _after(n, loop.node, counts[0].stmt)):
+            others = [
+                d for d in at.scope.definitions(name)
+                if d is not counts[0] and loop.contains(d.stmt) and not (d.kind == "assign" and is_number(d.value))
+            ]  # a reset to 0 at the step still counts the micro-steps of the window
+            if not others:
+                return node
+    return None
+
+
+def _rebound_in(name: str, loop, at: Stmt) -> bool:
+    """The loop's index bound anew inside the loop (it no longer counts iterations)."""
+    return any(d.kind != "for" and loop.contains(d.stmt) for d in at.scope.definitions(name))
+
+
+def _after(node: ast.AST, loop_node: ast.AST, stmt: Stmt) -> bool:
+    """`node` sits inside `loop_node` on the path of `stmt` (an `if` within the loop, not around it)."""
+    seen_loop = False
+    for current, _ in stmt.path:
+        if current is loop_node:
+            seen_loop = True
+        elif current is node:
+            return seen_loop
     return False
 
 

@@ -1,4 +1,8 @@
-"""Plain PyTorch: optimizers, LR schedulers and data loaders by their constructors."""
+"""Plain PyTorch: optimizers, LR schedulers and data loaders by their constructors, and how a
+loss is reduced over its samples."""
+
+import ast
+from typing import Optional
 
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
@@ -20,3 +24,24 @@ SPEC = FrameworkSpec(
         "DataLoader": Role.LOADER,
     },
 )
+
+
+def loss_reduction(call: ast.Call) -> Optional[str]:
+    """How a loss call or a criterion's constructor reduces over the samples, as its keywords say:
+    "sum" (`reduction='sum'`, the legacy `size_average=False`), "none", "mean" (no such keyword:
+    the default), or "unknown" (a value the code computes). None: the call names no reduction at
+    all and is not a criterion (nothing to say)."""
+    words = {kw.arg: kw.value for kw in call.keywords}
+    reduction = words.get("reduction")
+    if reduction is not None:
+        if isinstance(reduction, ast.Constant) and reduction.value in {"sum", "none", "mean"}:
+            return str(reduction.value)
+        return "unknown"
+    if "size_average" in words or "reduce" in words:
+        size_average, reduce = words.get("size_average"), words.get("reduce")
+        if isinstance(reduce, ast.Constant) and reduce.value is False:
+            return "none"
+        if isinstance(size_average, ast.Constant) and size_average.value is False:
+            return "sum"
+        return "unknown" if size_average is not None and not isinstance(size_average, ast.Constant) else "mean"
+    return None

@@ -9,6 +9,7 @@ from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.accumulators import Applied
 from accumlint.analysis.collect import Scope
+from accumlint.analysis.dataflow import Scaling
 from accumlint.analysis.events import Event
 from accumlint.analysis.exprs import dotted, names_in
 from accumlint.analysis.reach import Reached
@@ -43,6 +44,33 @@ def _message(k_text: str, path: str = "", zeroed_each_micro_step: bool = False) 
     )
 
 
+def _reportable(scaling: Scaling, window: Window) -> bool:
+    """Shown unscaled on some path: never divided, not a sum over samples, and divided by nothing
+    but (perhaps) a running count of this window's micro-steps."""
+    if scaling.unknown or scaling.scaled:
+        return False
+    return scaling.counter is None or scaling.counter_loop is window.micro_loop.node
+
+
+def _no_division_helps(src: SourceText, scaling: Scaling, k_text: str, path: str = "") -> Optional[str]:
+    """The message when a plain division at the backward call would not make the code right
+    (None: it would)."""
+    where = f" ({path})" if path else ""
+    if scaling.counter is not None:
+        return (
+            f"loss reaches backward divided by `{src.segment(scaling.counter)}`, a running count of micro-steps, "
+            f"not by the accumulation steps `{k_text}`: the micro-batches enter each update with unequal, "
+            f"shrinking weights instead of 1/`{k_text}` each{where}"
+        )
+    if scaling.partial:
+        return (
+            f"loss reaches backward without division by the accumulation steps `{k_text}` on one of the "
+            f"branches that produce it (another divides): whenever that branch runs its micro-batch enters "
+            f"the update `{k_text}` times too strongly{where}"
+        )
+    return None
+
+
 def _division_fix(src: SourceText, event: Event, window: Window, k_text: str) -> Optional[Fix]:
     assert event.call is not None and event.tensor is not None
     new_tensor = divided(src, event.tensor, window.k)
@@ -69,13 +97,14 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
             continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
-        if scaling.unknown or scaling.divided:
+        if not _reportable(scaling, window):
             continue
         k_text = facts.source.segment(window.k)
-        message = _message(k_text, found.path(), zeroed)
+        special = _no_division_helps(module.source or facts.source, scaling, k_text, found.path())
+        message = special or _message(k_text, found.path(), zeroed)
         if module is facts.analysed:
             fix = None
-            if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate and not zeroed:
+            if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate and not zeroed and not special:
                 fix = _division_fix(facts.source, event, window, k_text)
             yield Violation(CODE, message, event.call, fix)
         elif module.path is not None and module.source is not None:
@@ -149,9 +178,13 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
                 continue  # the gradients are handed back, not added up: the accumulators decide
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
-            if scaling.unknown or scaling.divided:
+            if not _reportable(scaling, window):
                 continue
             k_text = src.segment(window.k)
+            special = _no_division_helps(src, scaling, k_text)
+            if special is not None:  # a division at the backward call would not make it right
+                yield Violation(CODE, special, event.call, None)
+                continue
             if window.reporting_gate:  # a logging frequency gates the step: report, offer no division
                 yield Violation(CODE, _message(k_text) + _MISPLACED.format(k_text), event.call, None)
                 continue
