@@ -261,6 +261,19 @@ def _divided_backwards(
     return divided, framework
 
 
+def _window_inside(event: Event) -> bool:
+    """A call (`self.train_step(batch)`) whose function runs backward in a loop of its own before it
+    steps (`for chunk in batch.chunk(k): ... loss.backward()`): each call is a whole window, and one
+    step per call is right."""
+    if event.callee is None:
+        return False
+    found = list(reached(event, BACKWARD))
+    return bool(found) and all(
+        any(not loop.implicit for stmt in (item.event.stmt, *(c.stmt for c in item.calls[1:])) for loop in stmt.loops)
+        for item in found
+    )
+
+
 def _summed_in_inner_loop(event: Event) -> bool:
     """`for chunk in batch.chunk(k): loss += f(chunk) / k` then one backward: the whole window goes
     through one backward, and one step per backward is right."""
@@ -332,7 +345,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             e for e in sf.events
             if e.kind == BACKWARD and e.stmt.loop is loop and e.stmt.compatible(step.stmt)
         ]
-        if not backwards:
+        if not backwards or all(_window_inside(e) for e in backwards):
             continue
         divided, framework = _divided_backwards(sf, facts, names, backwards)
         step_text = src.segment(step.call) if step.call is not None else "the optimizer step"
