@@ -48,6 +48,11 @@ _NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistic
 _WRAPPERS = {"Variable", "deepcopy", "copy"}  # what they return carries the graph of what they are given
 
 
+# How many steps a loss is followed back (a name to its definition, an operand, a helper's return):
+# a hand-written token loss computed in a helper over a dozen statements is still read.
+_SCALING_DEPTH = 24
+
+
 @dataclass(frozen=True)
 class Scaling:
     divided: bool  # divided or multiplied on the way (any factor counts: precision first)
@@ -237,7 +242,7 @@ class DataFlow:
 
     # --- scaling -----------------------------------------------------------------------
     def scaling(self, expr: ast.expr, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
-        if depth > 12:
+        if depth > _SCALING_DEPTH:
             return UNKNOWN
         if is_number(expr):
             return NEUTRAL
