@@ -365,3 +365,121 @@ def test_a_helper_returning_an_undivided_branch_is_reported(tmp_path, monkeypatc
 
 def test_a_helper_dividing_on_every_return_is_clean(tmp_path, monkeypatch):
     assert _in_project(tmp_path, monkeypatch, BRANCH_HELPER.format(second=" / k"), BRANCH_DRIVER) == []
+
+
+# --- a loss handed to the function that runs backward ----------------------------------------------
+
+HANDED_SCRIPT = """
+def backward_step(loss, scaler):
+    scaler.scale(loss).backward()
+
+
+def train(model, loader, opt, scaler, k, crit):
+    for i, (x, y) in enumerate(loader):
+        loss = crit(model(x), y)
+        backward_step({handed}, scaler)
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+"""
+
+HANDED_TRAINER = """
+class Trainer:
+    def __init__(self, model, opt, k, crit):
+        self.model, self.opt, self.k, self.crit = model, opt, k, crit
+
+    def _backward_step(self, loss, batch_idx):
+        loss.backward()
+        if (batch_idx + 1) % self.k == 0:
+            self.opt.step()
+            self.opt.zero_grad()
+
+    def train_epoch(self, loader):
+        for batch_idx, (x, y) in enumerate(loader):
+            loss = self.crit(self.model(x), y)
+            self._backward_step({handed}, batch_idx)
+"""
+
+
+def test_an_undivided_loss_handed_to_a_backward_helper_is_reported():
+    source = HANDED_SCRIPT.format(handed="loss")
+    [(line, message, _)] = _acc001(source)
+    assert line == row(source, "scaler.scale(loss).backward()") and "times too large" in message
+
+
+def test_a_divided_loss_handed_to_a_backward_helper_is_clean():
+    assert _acc001(HANDED_SCRIPT.format(handed="loss / k")) == []
+
+
+def test_an_undivided_loss_handed_to_a_step_method_that_keeps_its_window():
+    source = HANDED_TRAINER.format(handed="loss")
+    assert _acc001(source) == [(row(source, "loss.backward()"), _acc001(source)[0][1], True)]
+    fixed = engine.fix_source(textwrap.dedent(source).lstrip(), "t.py").fixed_source
+    assert isinstance(fixed, str) and "(loss / self.k).backward()" in fixed
+
+
+def test_a_divided_loss_handed_to_a_step_method_is_clean():
+    assert _acc001(HANDED_TRAINER.format(handed="loss / self.k")) == []
+
+
+def test_callers_that_hand_differently_scaled_losses_leave_it_unknown():
+    source = HANDED_TRAINER.format(handed="loss") + """
+    def warm_up(self, x, y):
+        self._backward_step(self.crit(self.model(x), y) / self.k, 0)
+"""
+    assert _acc001(source) == []
+
+
+HANDED_HELPER = """
+def backward_step(loss, scaler):
+    scaler.scale(loss).backward()
+"""
+
+HANDED_DRIVER = """
+from pkg.losses import backward_step
+
+def train(model, loader, opt, scaler, k, crit):
+    for i, (x, y) in enumerate(loader):
+        loss = crit(model(x), y)
+        backward_step({handed}, scaler)
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            scaler.step(opt)
+            scaler.update()
+            opt.zero_grad()
+"""
+
+
+def _project_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, handed: str) -> list[tuple[str, int, str]]:
+    """ACC001 findings of train.py as (file, row, message): the one in the helper module keeps its file."""
+    _in_project(tmp_path, monkeypatch, HANDED_HELPER, HANDED_DRIVER.format(handed=handed))
+    result = engine.check_source((tmp_path / "train.py").read_text(), "train.py")
+    return [(Path(f.filename).name, f.location.row, f.message) for f in result.findings if f.code == "ACC001"]
+
+
+def test_an_undivided_loss_handed_to_a_helper_of_another_module(tmp_path, monkeypatch):
+    [(name, line, message)] = _project_findings(tmp_path, monkeypatch, "loss")
+    assert (name, line) == ("losses.py", row(HANDED_HELPER, "backward()")) and "from `train`" in message
+
+
+def test_a_divided_loss_handed_to_a_helper_of_another_module_is_clean(tmp_path, monkeypatch):
+    assert _project_findings(tmp_path, monkeypatch, "loss / k") == []
+
+
+@pytest.mark.parametrize("backward, reported", [("model.backward(loss)", False), ("loss.backward()", True)])
+def test_a_backward_of_an_object_of_unknown_kind_given_the_loss_is_not_read(backward, reported):
+    # `model.backward(loss)`: a tensor's backward given a gradient, or an engine's backward of
+    # `loss`? Which value is differentiated is unknown, so nothing is said of its scale.
+    source = f"""
+    def run(model, loader, opt, k):
+        for i, batch in enumerate(loader):
+            loss = model(batch)
+            {backward}
+            if (i + 1) % k == 0:
+                opt.step()
+                opt.zero_grad()
+
+    def main(net, loader, opt):
+        run(net, loader, opt, 4)
+    """
+    assert bool(_acc001(source)) is reported

@@ -8,7 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
-from accumlint.analysis.collect import Collected, Definition, Scope, Stmt
+from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras, torch_core
@@ -339,7 +339,53 @@ class DataFlow:
             if helper is not None:
                 return self._returns_scaling(helper, k_names, depth, definition.index)
             return self._source(definition.value, k_names, definition.stmt)
+        if definition.kind == "unpack" and isinstance(definition.value, ast.Name):
+            # `loss, items = loss` (a criterion that may return a tuple): its parts are as scaled as it
+            return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
+        if definition.kind == "param":
+            return self._handed_in(definition, k_names, depth)
         return UNKNOWN
+
+    def _handed_in(self, param: Definition, k_names, depth) -> Scaling:
+        """A parameter (`def _backward_step(self, loss, ...)`): what this module's calls of the
+        function hand it, when they all agree; unknown when none is in sight or they differ."""
+        scope = param.stmt.scope
+        if scope is self._module_scope or param.name in {"self", "cls"}:
+            return UNKNOWN
+        results = []
+        for site in self._calls_of(scope):
+            bound = _bound_to(site.call, scope.params, {param.name})
+            if len(bound) != 1 or isinstance(bound[0], ast.Starred):
+                return UNKNOWN
+            results.append(self.scaling(bound[0], site.stmt, k_names, depth + 1))
+            if results[-1] != results[0]:
+                return UNKNOWN
+        return results[0] if results else UNKNOWN
+
+    def handed_scaling(self, tensor: ast.expr, at: Stmt, k_names: set[str], call: ast.Call, caller: Stmt, caller_flow: DataFlow) -> Scaling:
+        """The scale of a parameter handed to backward as it is (`def backward_step(loss, ...):
+        loss.backward()`), read from the argument of the call that runs this function."""
+        name = dotted(tensor)
+        base, updates = reaching(name, at.scope, at.order, at) if isinstance(tensor, ast.Name) and name else (None, [])
+        if base is None or base.kind != "param" or updates or base.name in {"self", "cls"}:
+            return UNKNOWN
+        bound = _bound_to(call, at.scope.params, {base.name})
+        if len(bound) != 1 or isinstance(bound[0], ast.Starred):
+            return UNKNOWN
+        return caller_flow.scaling(bound[0], caller, k_names)
+
+    def _calls_of(self, function: Scope) -> list[CallSite]:
+        """The call sites of this module that run `function` (looked up by its name, then resolved)."""
+        memo: dict[int, list[CallSite]] = self.__dict__.setdefault("_calls_of_memo", {})
+        found = memo.get(id(function))
+        if found is None:
+            found = [
+                site for scope in self.collected.scopes for site in scope.calls
+                if last_part(dotted(site.call.func)) == function.name
+                and (callee := self.resolver.resolve(site.call, scope)) is not None and callee.scope is function
+            ]
+            memo[id(function)] = found
+        return found
 
     def _source(self, call: ast.Call, k_names, at: Stmt) -> Scaling:
         """A call we cannot see into: a fresh, unscaled loss (a criterion, a model), unless it is

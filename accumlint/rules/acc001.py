@@ -15,7 +15,7 @@ from accumlint.analysis.exprs import dotted, names_in
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import framework_divides, micro_step_zeroings, rescales_grads
+from accumlint.rules.common import ambiguous_tensor, framework_divides, micro_step_zeroings, rescales_grads
 from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
@@ -91,12 +91,16 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
     for window, found in sf.helper_backwards():
         event, module = found.event, found.module
         zeroed = bool(micro_step_zeroings(facts, sf.events, window))
-        if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles):
+        if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles) or ambiguous_tensor(event):
             continue
         if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
             continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
+        if scaling.unknown and len(found.calls) == 1 and found.calls[0].call is not None:
+            # `backward_step(loss, ...)` runs `loss.backward()`: the loss is the one handed in here
+            into = found.calls[0]
+            scaling = module.flow.handed_scaling(event.tensor, event.stmt, window.k_names, into.call, into.stmt, facts.flow)
         if not _reportable(scaling, window):
             continue
         k_text = facts.source.segment(window.k)
@@ -174,6 +178,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             continue
         for window, event in sf.micro_step_backwards():
             if event.call is None or event.tensor is None or framework_divides(event, facts.roles):
+                continue
+            if ambiguous_tensor(event):
                 continue
             if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
                 continue  # the gradients are handed back, not added up: the accumulators decide

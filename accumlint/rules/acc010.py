@@ -15,6 +15,7 @@ from accumlint.analysis.windows import k_aliases
 from accumlint.frameworks import Framework
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import precedence, remove, replace, replace_receiver
+from accumlint.rules.common import ambiguous_tensor
 from accumlint.rules.meta import FixSafety
 
 CODE = "ACC010"
@@ -175,7 +176,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     seen.add(id(event.call))
                     yield _violation(event, facts, k_names, f"by hand and again by {_who(event)}")
         for window, event in sf.micro_step_backwards():
-            if event.tensor is None or id(event.call) in seen or _framework_k(event, facts):
+            if event.tensor is None or id(event.call) in seen or _framework_k(event, facts) or ambiguous_tensor(event):
                 continue
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if not scaling.unknown and scaling.k_divisions >= 2:

@@ -95,3 +95,12 @@ def micro_step_zeroings(facts: ModuleFacts, events: list[Event], window: Window)
         if e.kind == ZERO and window.every_micro_step(e.stmt)
         and not under_accumulate(e.stmt, facts) and not _bail_out(e.stmt)
     ]
+
+
+def ambiguous_tensor(event: Event) -> bool:
+    """`model.backward(loss)` on an object of unknown kind: either a tensor's backward given a
+    gradient, or an engine's backward of `loss`. Which value is differentiated is not known."""
+    call = event.call
+    if call is None or not call.args or not isinstance(call.func, ast.Attribute):
+        return False
+    return event.tensor is call.func.value
