@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from accumlint.analysis.dataflow import DataFlow
     from accumlint.analysis.events import Event, EventKind
     from accumlint.analysis.roles import Roles
+    from accumlint.analysis.windows import Window
     from accumlint.project import ProjectIndex
 
 _MAX_DEPTH = 8
@@ -54,6 +55,20 @@ class AnalysedModule:
             s.name: s for s in collected.scopes if s.parent is not None and s.parent.parent is None and s.class_node is None
         }
         self.consulted: set[Path] = set()  # the project's module files its calls were looked up in
+        self._windows: dict[int, tuple[list[Event], list[Window]]] = {}
+
+    def windows_of(self, scope: Scope) -> tuple[list[Event], list[Window]]:
+        """A function's events and accumulation windows, worked out on first use (a caller in
+        another module asks what the function it hands a model to does with it)."""
+        from accumlint.analysis.events import scope_events
+        from accumlint.analysis.windows import find_windows
+
+        known = self._windows.get(id(scope))
+        if known is None:
+            events = scope_events(scope, self.direct, self.resolver)
+            windows = find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
+            known = self._windows[id(scope)] = (events, windows)
+        return known
 
     def dependencies(self) -> dict[str, str]:
         """Every project module whose text the facts of this one rest on (following the modules

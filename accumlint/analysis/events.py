@@ -190,30 +190,26 @@ def direct_events(collected: Collected, roles: R.Roles) -> dict[int, list[Event]
     return direct
 
 
-def collect_events(collected: Collected, direct: dict[int, list[Event]], resolver: Resolver) -> dict[int, list[Event]]:
-    """Events per scope (keyed by id(scope)): its own, and, in a function with a loop, at each call
-    of a resolved function the events that function performs, itself or further down."""
-    result: dict[int, list[Event]] = {}
-    for scope in collected.scopes:
-        events = list(direct[id(scope)])
-        if not scope.loops:
-            # What a call does matters only to a loop of the caller (its windows, steps, backward
-            # passes per iteration); in a function without one, only its own events are read.
-            result[id(scope)] = events
+def scope_events(scope: Scope, direct: dict[int, list[Event]], resolver: Resolver) -> list[Event]:
+    """A scope's own events, and, in a function with a loop, at each call of a resolved function
+    the events that function performs, itself or further down."""
+    events = list(direct[id(scope)])
+    if not scope.loops:
+        # What a call does matters only to a loop of the caller (its windows, steps, backward
+        # passes per iteration); in a function without one, only its own events are read.
+        return events
+    for site in scope.calls:
+        callee = resolver.resolve(site.call, scope)
+        if callee is None or callee.scope is scope:
             continue
-        for site in scope.calls:
-            callee = resolver.resolve(site.call, scope)
-            if callee is None or callee.scope is scope:
-                continue
-            kinds = resolver.kinds(callee)
-            # `self.optimizer.step()` on a project wrapper: what its method does replaces what the
-            # call's name suggests, when the method does that itself (it may gate or skip it).
-            events = [e for e in events if e.call is not site.call or e.kind not in kinds]
-            for kind in sorted(kinds, key=lambda k: k.value):
-                events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, callee=callee))
-        events.sort(key=lambda e: e.order)
-        result[id(scope)] = events
-    return result
+        kinds = resolver.kinds(callee)
+        # `self.optimizer.step()` on a project wrapper: what its method does replaces what the
+        # call's name suggests, when the method does that itself (it may gate or skip it).
+        events = [e for e in events if e.call is not site.call or e.kind not in kinds]
+        for kind in sorted(kinds, key=lambda k: k.value):
+            events.append(Event(kind, site.stmt, site.call, None, helper=callee.scope.name, callee=callee))
+    events.sort(key=lambda e: e.order)
+    return events
 
 
 def retains_graph(event: Event) -> bool:

@@ -12,11 +12,11 @@ from accumlint.analysis import accumulators
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
-from accumlint.analysis.events import BACKWARD, Event, collect_events
+from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import dotted, forget_names, last_part
 from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.roles import Roles
-from accumlint.analysis.windows import Window, begin_analysis, end_analysis, find_windows
+from accumlint.analysis.windows import Window, begin_analysis, end_analysis
 from accumlint.project import ProjectIndex
 from accumlint.source import SourceText
 
@@ -108,10 +108,8 @@ def analyse(
     analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     begin_analysis(collected)
-    events = collect_events(collected, analysed.direct, analysed.resolver)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
     for scope in collected.scopes:
-        scope_events = events[id(scope)]
-        windows = find_windows(scope, scope_events, analysed.resolver.gate_of, analysed.resolver.imported_constant)
+        scope_events, windows = analysed.windows_of(scope)
         facts.scopes.append(ScopeFacts(scope, scope_events, windows))
     return facts
