@@ -364,6 +364,44 @@ case("ddp_no_sync_around_backward_only", DDP_SETUP + """\
                 loss.backward()
 """)
 
+# The forward inside the no_sync block through a closure beside the loop (timm's `_forward()`).
+case("ddp_no_sync_around_a_closure_forward_clean", DDP_SETUP + """\
+    for i, (x, y) in enumerate(loader):
+        boundary = (i + 1) % accum_steps == 0 or i + 1 == len(loader)
+
+        def _forward():
+            return criterion(model(x), y) / accum_steps
+
+        if boundary:
+            loss = _forward()
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        else:
+            with model.no_sync():
+                loss = _forward()
+                loss.backward()
+""")
+
+# A closure called inside that does not run the model is no forward.
+case("ddp_no_sync_around_a_closure_that_does_not_forward", DDP_SETUP + """\
+    for i, (x, y) in enumerate(loader):
+        boundary = (i + 1) % accum_steps == 0 or i + 1 == len(loader)
+        loss = criterion(model(x), y) / accum_steps
+
+        def _log():
+            print(i)
+
+        if boundary:
+            loss.backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        else:
+            with model.no_sync():  # <ACC009
+                _log()
+                loss.backward()
+""")
+
 case("ddp_without_accumulation_clean", DDP_SETUP + """\
     for x, y in loader:
         loss = criterion(model(x), y)

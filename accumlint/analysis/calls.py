@@ -241,6 +241,13 @@ class Resolver:
             return self._class_method(instance_of, func.attr, depth)
         return self._imported(f"{name}.{func.attr}", depth)
 
+    def constructor(self, call: ast.Call, scope: Scope) -> Optional[Callee]:
+        """`Trainer(model, ...)` of a project class: the `__init__` it runs (its own or a base's)."""
+        name = dotted(call.func)
+        if name is None or not _class_like(name) or not self._project_class(name):
+            return None
+        return self._class_method(name, "__init__", 0)
+
     def _class_method(self, cls: str, name: str, depth: int) -> Optional[Callee]:
         foreign = self._foreign.get(cls)
         if foreign is not None:

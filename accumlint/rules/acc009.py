@@ -7,8 +7,12 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.collect import WITHS, Scope
-from accumlint.analysis.events import BACKWARD
+from accumlint.analysis.calls import AnalysedModule
+from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Scope, Stmt
+from accumlint.analysis.events import BACKWARD, Event
+from accumlint.analysis.handoff import Handoff, handoffs
+from accumlint.analysis.reach import reached
+from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, method_of
 from accumlint import frameworks
 from accumlint.frameworks import ddp
@@ -25,14 +29,55 @@ FIX: FixSafety = None
 _SYNC_CONTROLS = frameworks.SYNC_CONTROLS
 
 
-def _manages_sync(facts: ModuleFacts) -> bool:
-    for scope in facts.collected.scopes:
+def _manages_sync(collected: Collected) -> bool:
+    for scope in collected.scopes:
         if any(name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for name in scope.defs):
             return True
         if any(o.name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for o in scope.occurrences):
             return True
         if any(method_of(site.call)[1] in _SYNC_CONTROLS for site in scope.calls):
             return True
+    return False
+
+
+def _sync_managed_in(module: AnalysedModule, facts: ModuleFacts) -> bool:
+    """Sync control anywhere in a module of the project (asked once per module and check)."""
+    known = facts.cached("acc009_sync_managed", dict)
+    if id(module) not in known:
+        known[id(module)] = _manages_sync(module.collected)
+    return known[id(module)]
+
+
+def _backward_every_micro_step(window: Window, events: list[Event], facts: ModuleFacts) -> Optional[Event]:
+    """The first backward that runs on every micro-step of the window: the scope's own, or one
+    inside a function it calls (a loss scaler's `__call__`) whose modules control no sync."""
+    for event in events:
+        if event.kind != BACKWARD or event.call is None:
+            continue
+        if not (window.every_micro_step(event.stmt) or window.backward_in_call(event)):
+            continue
+        if event.callee is None:
+            return event
+        chain = list(reached(event, BACKWARD))
+        modules = {id(m): m for m in [r.module for r in chain] + [c.callee.module for r in chain for c in r.calls if c.callee]}
+        if chain and not any(_sync_managed_in(m, facts) for m in modules.values()):
+            return event
+    return None
+
+
+def _runs_the_model(model: str, inside: list[Stmt], scope: Scope, facts: ModuleFacts) -> bool:
+    """The statements read the model, themselves or in a closure they call (`loss = _forward()`
+    with `def _forward(): return loss_fn(model(x), y)` beside the loop)."""
+    def reads(occurrences) -> bool:
+        return any(o.name == model or o.name.startswith(model + ".") for o in occurrences)
+
+    if reads(o for o in scope.occurrences if o.stmt in inside):
+        return True
+    for site in scope.calls:
+        if site.stmt in inside:
+            callee = facts.analysed.resolver.resolve(site.call, scope)
+            if callee is not None and callee.scope.parent is scope and reads(callee.scope.occurrences):
+                return True
     return False
 
 
@@ -51,11 +96,7 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
                 continue
             inside = [s for s in sf.scope.stmts if s.within(node)]
             backward = [e for e in sf.events if e.kind == BACKWARD and e.stmt in inside]
-            forward = [
-                o for o in sf.scope.occurrences
-                if o.stmt in inside and (o.name == model or o.name.startswith(model + "."))
-            ]
-            if backward and not forward:
+            if backward and not _runs_the_model(model, inside, sf.scope, facts):
                 yield Violation(
                     CODE,
                     f"`{model}.no_sync()` wraps only the backward pass: DDP decides to sync during the "
@@ -82,10 +123,10 @@ def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     return None
 
 
-def _wrapped_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> bool:
-    """The DDP wrapping of `name` is the object this scope uses: made in this function or one
-    around it, or on `self` in a method of the same class (not the same name in another function,
-    where the parameter may be the bare model)."""
+def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[Definition]:
+    """The DDP wrapping of `name` that is the object this scope uses: made in this function or
+    one around it, or on `self` in a method of the same class (not the same name in another
+    function, where the parameter may be the bare model)."""
     if name.startswith("self."):
         owner: Optional[Scope] = scope
         while owner is not None and owner.class_node is None:
@@ -103,42 +144,115 @@ def _wrapped_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> bool:
             if isinstance(value, ast.Call):
                 built = facts.roles.canonical(dotted(value.func)).rsplit(".", 1)[-1]
                 if built in ddp.WRAPPERS:
-                    return True
-    return False
+                    return definition
+    return None
+
+
+def _advice(facts: ModuleFacts, model: str, where: str = "") -> str:
+    foreign = _foreign_wrapper(facts, {model})
+    if foreign is not None:
+        return (
+            f"{foreign}'s DistributedDataParallel has no `no_sync()`: switch its all-reduce off on "
+            f"non-final micro-steps by hand{where} (apex: `{model}.disable_allreduce()`, and "
+            f"`{model}.enable_allreduce()` before the last backward of the window)"
+        )
+    return f"wrap the forward and backward of non-final micro-steps{where} in `{model}.no_sync()`"
+
+
+def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
+    """The micro-step loop uses the model under `name` (or a local name bound to it)."""
+    names = {name} | {
+        alias for alias, definitions in scope.defs.items()
+        if all(d.kind == "assign" and d.value is not None and dotted(d.value) == name for d in definitions)
+    }
+    return any(
+        o.name in names and not o.write and window.micro_loop.contains(o.stmt) for o in scope.occurrences
+    ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
+
+
+def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
+    """A DDP model wrapped in sight of the loop that accumulates with it."""
+    models = facts.roles.ddp_models
+    for sf in facts.scopes:
+        for window in sf.windows:
+            used = [o.name for o in sf.scope.occurrences if o.name in models and window.micro_loop.contains(o.stmt)]
+            used += [  # `self.model(x)`: the wrapped model called, not read as a name
+                dotted(site.call.func) or "" for site in sf.scope.calls
+                if dotted(site.call.func) in models and window.micro_loop.contains(site.stmt)
+            ]
+            used = [name for name in used if _wrapping_in_sight(name, sf.scope, facts) is not None]
+            backward = _backward_every_micro_step(window, sf.events, facts) if used else None
+            if backward is None or backward.call is None or id(backward.call) in reported:
+                continue
+            reported.add(id(backward.call))
+            yield Violation(
+                CODE,
+                "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
+                f"micro-step: {_advice(facts, used[0])}",
+                backward.call,
+            )
+
+
+def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
+    """A DDP model wrapped here and handed to a function (or a project class) whose loop
+    accumulates with it: `model = DDP(model)` in `main()`, then `train_one_epoch(model, ...)`."""
+    models = facts.roles.ddp_models
+    resolver = facts.analysed.resolver
+    for sf in facts.scopes:
+        for site in sf.scope.calls:
+            arguments = [*site.call.args, *(kw.value for kw in site.call.keywords)]
+            for value in sorted({name for a in arguments if (name := dotted(a)) is not None and name in models}):
+                wrapping = _wrapping_in_sight(value, sf.scope, facts)
+                if wrapping is None:
+                    continue
+                for handoff in handoffs(site, value, resolver):
+                    module = handoff.callee.module
+                    if _sync_managed_in(module, facts):
+                        continue
+                    for reader in handoff.readers:
+                        events, windows = module.windows_of(reader)
+                        for window in windows:
+                            if not _read_every_micro_step(handoff.name, reader, window):
+                                continue
+                            backward = _backward_every_micro_step(window, events, facts)
+                            if backward is None or backward.call is None or id(backward.call) in reported:
+                                continue
+                            reported.add(id(backward.call))
+                            yield _handed_finding(facts, site, value, wrapping, handoff, reader, backward)
+
+
+def _handed_finding(
+    facts: ModuleFacts, site: CallSite, value: str, wrapping: Definition, handoff: Handoff, reader: Scope, backward: Event
+) -> Violation:
+    line = wrapping.stmt.node.lineno if hasattr(wrapping.stmt.node, "lineno") else "?"
+    head = f"the DistributedDataParallel/FSDP model `{value}` (wrapped at line {line})"
+    function = f"`{reader.name}()`"
+    assert backward.call is not None
+    if handoff.callee.module is facts.analysed:
+        call_line = getattr(site.stmt.node, "lineno", "?")
+        return Violation(
+            CODE,
+            f"{head} is handed to {function} at line {call_line}, and reduces gradients across ranks on every "
+            f"micro-step of this loop: {_advice(facts, value)}",
+            backward.call,
+        )
+    path = handoff.callee.module.path
+    where = f"{path.name if path is not None else 'another module'}:{backward.call.lineno}"
+    return Violation(
+        CODE,
+        f"{head} is handed to {function} ({where}), whose loop reduces gradients across ranks on every "
+        f"micro-step: {_advice(facts, value, ' there')}",
+        site.call,
+    )
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
-    ddp = facts.roles.ddp_models
-    if not ddp:
+    if not facts.roles.ddp_models:
         return
-    handled = _manages_sync(facts)
-    foreign = _foreign_wrapper(facts, ddp)
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
-        if handled:
-            continue
-        for window in sf.windows:
-            used = [o.name for o in sf.scope.occurrences if o.name in ddp and window.micro_loop.contains(o.stmt)]
-            used += [  # `self.model(x)`: the wrapped model called, not read as a name
-                dotted(site.call.func) or "" for site in sf.scope.calls
-                if dotted(site.call.func) in ddp and window.micro_loop.contains(site.stmt)
-            ]
-            used = [name for name in used if _wrapped_in_sight(name, sf.scope, facts)]
-            uses_model = bool(used)
-            model = used[0] if used else "model"
-            backward = next((e for w, e in sf.micro_step_backwards() if w is window), None)
-            if uses_model and backward is not None and backward.call is not None:
-                if foreign is not None:
-                    advice = (
-                        f"{foreign}'s DistributedDataParallel has no `no_sync()`: switch its all-reduce off on "
-                        f"non-final micro-steps by hand (apex: `{model}.disable_allreduce()`, and "
-                        f"`{model}.enable_allreduce()` before the last backward of the window)"
-                    )
-                else:
-                    advice = f"wrap the forward and backward of non-final micro-steps in `{model}.no_sync()`"
-                yield Violation(
-                    CODE,
-                    "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
-                    f"micro-step: {advice}",
-                    backward.call,
-                )
+    if _manages_sync(facts.collected):
+        return
+    reported: set[int] = set()
+    yield from _in_the_loop(facts, reported)
+    yield from _handed_over(facts, reported)

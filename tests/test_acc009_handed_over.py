@@ -1,0 +1,341 @@
+"""ACC009 where the model is wrapped in one function and accumulated with in another: wrapped in
+`main()` and handed to `train_one_epoch(model, ...)` (this module or another), handed to a
+method of the trainer, or to a project class whose `__init__` keeps it (`self.model = model`)
+and whose method runs the loop. Also a backward that runs inside a helper called every
+micro-step (a loss scaler's `__call__`). Each with twins that stay clean: the bare model
+handed over, a loop that does not accumulate, a function that only evaluates, sync controlled
+in the loop's module."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accumlint import engine
+
+LOOP = """
+def train_one_epoch(model, loader, optimizer, accum_steps, ema=None):
+    for step, (x, y) in enumerate(loader):
+        {forward}
+        loss = criterion(model(x), y) / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+EVERY_STEP = """
+def train_one_epoch(model, loader, optimizer, accum_steps, ema=None):
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+EVALUATE = """
+def train_one_epoch(model, loader, optimizer, accum_steps, ema=None):
+    total = 0.0
+    for step, (x, y) in enumerate(loader):
+        total += criterion(model(x), y).item()
+    return total
+"""
+
+NO_SYNC = """
+import contextlib
+
+def train_one_epoch(model, loader, optimizer, accum_steps, ema=None):
+    for step, (x, y) in enumerate(loader):
+        last = (step + 1) % accum_steps == 0 or step + 1 == len(loader)
+        with contextlib.nullcontext() if last else model.no_sync():
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+        if last:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+MAIN = """
+def main(args):
+    model = build_model(args)
+    model_without_ddp = model
+    if args.distributed:
+        model = DDP(model, device_ids=[args.gpu])
+        model_without_ddp = model.module
+    optimizer = torch.optim.AdamW(model_without_ddp.parameters())
+    for epoch in range(args.epochs):
+        {call}
+"""
+
+HEADER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+"""
+
+CALL = "train_one_epoch(model, loader, optimizer, args.accum_steps)"
+
+
+def _findings(source: str, path: str = "train.py") -> list[tuple[str, int, str]]:
+    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
+    assert result.error is None, result.error
+    return sorted((f.code, f.location.row, f.message) for f in result.findings)
+
+
+def _acc009(source: str, path: str = "train.py") -> list[tuple[int, str]]:
+    return [(row, message) for code, row, message in _findings(source, path) if code == "ACC009"]
+
+
+def _row(source: str, text: str) -> int:
+    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
+
+
+def _script(loop: str = LOOP, call: str = CALL, forward: str = "pass") -> str:
+    return HEADER + loop.format(forward=forward) + MAIN.format(call=call)
+
+
+# --- script form: the same module ----------------------------------------------------------------
+
+@pytest.mark.parametrize("call", [
+    CALL,
+    "train_one_epoch(model=model, loader=loader, optimizer=optimizer, accum_steps=args.accum_steps)",
+    "train_one_epoch(ema=None, accum_steps=4, optimizer=optimizer, loader=loader, model=model)",
+])
+def test_a_wrapped_model_handed_to_an_accumulating_loop_is_reported_at_its_backward(call):
+    source = _script(call=call)
+    found = _acc009(source)
+    assert [row for row, _ in found] == [_row(source, "loss.backward()")]
+    message = found[0][1]
+    assert "`model` (wrapped at line" in message and "handed to `train_one_epoch()`" in message
+    assert "`model.no_sync()`" in message
+
+
+@pytest.mark.parametrize("loop", [EVERY_STEP, EVALUATE, NO_SYNC])
+def test_a_loop_that_does_not_accumulate_or_controls_sync_is_clean(loop):
+    assert _acc009(_script(loop=loop)) == []
+
+
+def test_the_bare_model_handed_over_is_clean():
+    source = _script(call="train_one_epoch(model_without_ddp, loader, optimizer, args.accum_steps)")
+    assert _acc009(source) == []
+
+
+def test_the_wrapped_model_in_a_parameter_the_loop_does_not_run_is_clean():
+    source = _script(call="train_one_epoch(model_without_ddp, loader, optimizer, args.accum_steps, ema=model)")
+    assert _acc009(source) == []
+
+
+def test_a_model_wrapped_in_another_function_of_the_same_name_is_not_this_callers():
+    # `model` is wrapped in `setup()`, but `main()` hands over its own, bare `model`.
+    source = HEADER + LOOP.format(forward="pass") + """
+def setup(model):
+    model = DDP(model)
+    return model
+
+def main(args):
+    model = build_model(args)
+    optimizer = torch.optim.AdamW(model.parameters())
+    train_one_epoch(model, loader, optimizer, args.accum_steps)
+"""
+    assert _acc009(source) == []
+
+
+def test_a_backward_inside_a_helper_called_every_micro_step_is_reported():
+    # The ConvNeXt/DeiT shape: `loss_scaler(loss, optimizer, update_grad=...)` runs the backward.
+    source = HEADER + """
+class NativeScaler:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer, update_grad=True):
+        self._scaler.scale(loss).backward()
+        if update_grad:
+            self._scaler.step(optimizer)
+            self._scaler.update()
+
+def train_one_epoch(model, loader, optimizer, loss_scaler, update_freq):
+    optimizer.zero_grad()
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / update_freq
+        loss_scaler(loss, optimizer, update_grad=(step + 1) % update_freq == 0)
+        if (step + 1) % update_freq == 0:
+            optimizer.zero_grad()
+
+def main(args):
+    model = DDP(build_model(args), device_ids=[args.gpu])
+    optimizer = torch.optim.AdamW(model.parameters())
+    loss_scaler = NativeScaler()
+    train_one_epoch(model, loader, optimizer, loss_scaler, args.update_freq)
+"""
+    found = _acc009(source)
+    assert [row for row, _ in found] == [_row(source, "loss_scaler(loss, optimizer, update_grad")]
+
+
+def test_a_helper_backward_in_the_wrapping_function_itself_is_reported():
+    source = HEADER + """
+def scaled_backward(loss, scaler):
+    scaler.scale(loss).backward()
+
+def train(model, loader, optimizer, scaler, k):
+    model = DDP(model)
+    for step, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y) / k
+        scaled_backward(loss, scaler)
+        if (step + 1) % k == 0 or step + 1 == len(loader):
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+    assert [row for row, _ in _acc009(source)] == [_row(source, "    scaled_backward(loss, scaler)")]
+
+
+# --- trainer-class form ---------------------------------------------------------------------------
+
+TRAINER_METHOD = HEADER + """
+class Trainer:
+    def __init__(self, model, optimizer, accum_steps):
+        self.model, self.optimizer, self.accum_steps = model, optimizer, accum_steps
+
+    def fit(self, loader, epochs):
+        model = {wrapped}
+        for epoch in range(epochs):
+            self._run_epoch(model, loader)
+
+    def _run_epoch(self, model, loader):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(model(x), y) / self.accum_steps
+            loss.backward()
+            if (step + 1) % self.accum_steps == 0 or step + 1 == len(loader):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+
+def test_a_trainer_method_handed_the_wrapped_model_is_reported():
+    source = TRAINER_METHOD.format(wrapped="DDP(self.model, device_ids=[0])")
+    found = _acc009(source)
+    assert [row for row, _ in found] == [_row(source, "loss.backward()")]
+    assert "handed to `_run_epoch()`" in found[0][1]
+
+
+def test_a_trainer_method_handed_the_bare_model_is_clean():
+    assert _acc009(TRAINER_METHOD.format(wrapped="self.model")) == []
+
+
+TRAINER_CLASS = """
+class Trainer:
+    def __init__(self, model, optimizer, accum_steps):
+        self.model = model
+        self.optimizer = optimizer
+        self.accum_steps = accum_steps
+
+    def train_epoch(self, loader):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(self.model(x), y) / self.accum_steps
+            loss.backward()
+            if (step + 1) % self.accum_steps == 0 or step + 1 == len(loader):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+BUILD_TRAINER = """
+def main(args):
+    model = build_model(args)
+    ddp_model = DDP(model, device_ids=[args.gpu])
+    optimizer = torch.optim.AdamW(model.parameters())
+    trainer = Trainer({model}, optimizer, args.accum_steps)
+    trainer.train_epoch(loader)
+"""
+
+
+def test_a_project_class_built_with_the_wrapped_model_is_reported():
+    source = HEADER + TRAINER_CLASS + BUILD_TRAINER.format(model="ddp_model")
+    found = _acc009(source)
+    assert [row for row, _ in found] == [_row(source, "loss.backward()")]
+    assert "`ddp_model`" in found[0][1] and "handed to `train_epoch()`" in found[0][1]
+
+
+def test_a_project_class_built_with_the_bare_model_is_clean():
+    assert _acc009(HEADER + TRAINER_CLASS + BUILD_TRAINER.format(model="model")) == []
+
+
+# --- multi-module form ----------------------------------------------------------------------------
+
+def _project(tmp_path: Path, monkeypatch, files: dict[str, str]) -> None:
+    (tmp_path / ".git").mkdir()
+    for name, text in files.items():
+        (tmp_path / name).write_text(textwrap.dedent(text).lstrip())
+    monkeypatch.chdir(tmp_path)
+
+
+def _check(tmp_path: Path, name: str) -> list[tuple[int, str]]:
+    return _acc009((tmp_path / name).read_text(), name)
+
+
+MAIN_MODULE = HEADER + """
+from engine import train_one_epoch
+
+
+def main(args):
+    model = build_model(args)
+    if args.distributed:
+        model = DDP(model, device_ids=[args.gpu])
+    optimizer = torch.optim.AdamW(model.parameters())
+    for epoch in range(args.epochs):
+        {call}
+"""
+
+
+def test_a_loop_in_another_module_is_reported_at_the_call_that_hands_the_model(tmp_path, monkeypatch):
+    _project(tmp_path, monkeypatch, {"engine.py": "import torch\n" + LOOP.format(forward="pass"), "main.py": MAIN_MODULE.format(call=CALL)})
+    found = _check(tmp_path, "main.py")
+    assert [row for row, _ in found] == [_row(MAIN_MODULE.format(call=CALL), CALL)]
+    backward_row = _row((tmp_path / "engine.py").read_text(), "loss.backward()")
+    assert f"(engine.py:{backward_row})" in found[0][1] and "there in `model.no_sync()`" in found[0][1]
+    # The loop's own module shows no wrapping: checked alone, it is clean.
+    assert _check(tmp_path, "engine.py") == []
+
+
+@pytest.mark.parametrize("loop", [EVERY_STEP, EVALUATE, NO_SYNC])
+def test_a_loop_in_another_module_that_does_not_accumulate_or_controls_sync_is_clean(tmp_path, monkeypatch, loop):
+    _project(tmp_path, monkeypatch, {"engine.py": "import torch\n" + loop.format(forward="pass"), "main.py": MAIN_MODULE.format(call=CALL)})
+    assert _check(tmp_path, "main.py") == []
+
+
+def test_a_trainer_class_in_another_module_built_with_the_wrapped_model(tmp_path, monkeypatch):
+    main = HEADER + "from trainer import Trainer\n" + BUILD_TRAINER
+    _project(tmp_path, monkeypatch, {"trainer.py": TRAINER_CLASS, "main.py": main.format(model="ddp_model")})
+    found = _check(tmp_path, "main.py")
+    assert [row for row, _ in found] == [_row(main, "trainer = Trainer(")]
+    assert "handed to `train_epoch()` (trainer.py:" in found[0][1]
+    (tmp_path / "main.py").write_text(textwrap.dedent(main.format(model="model")).lstrip())
+    assert _check(tmp_path, "main.py") == []
+
+
+def test_a_helper_in_another_module_that_controls_sync_keeps_the_loop_clean(tmp_path, monkeypatch):
+    helper = """
+import contextlib
+
+def forward_backward(model, x, y, last):
+    with contextlib.nullcontext() if last else model.no_sync():
+        loss = criterion(model(x), y)
+        loss.backward()
+"""
+    main = HEADER + """
+from helpers import forward_backward
+
+
+def train(model, loader, optimizer, k):
+    model = DDP(model)
+    for step, (x, y) in enumerate(loader):
+        last = (step + 1) % k == 0 or step + 1 == len(loader)
+        forward_backward(model, x, y, last)
+        if last:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+    _project(tmp_path, monkeypatch, {"helpers.py": helper, "main.py": main})
+    assert _check(tmp_path, "main.py") == []
+    (tmp_path / "helpers.py").write_text(textwrap.dedent(helper.replace("model.no_sync()", "contextlib.nullcontext()")).lstrip())
+    assert [row for row, _ in _check(tmp_path, "main.py")] == [_row(main, "forward_backward(model, x, y, last)")]
