@@ -339,3 +339,86 @@ def train(model, loader, optimizer, k):
     assert _check(tmp_path, "main.py") == []
     (tmp_path / "helpers.py").write_text(textwrap.dedent(helper.replace("model.no_sync()", "contextlib.nullcontext()")).lstrip())
     assert [row for row, _ in _check(tmp_path, "main.py")] == [_row(main, "forward_backward(model, x, y, last)")]
+
+
+# --- the loop read as its caller runs it: a step object handed in ---------------------------------
+
+SCALER_MODULE = """
+import torch
+
+
+class NativeScaler:
+    def __init__(self):
+        self._scaler = torch.cuda.amp.GradScaler()
+
+    def __call__(self, loss, optimizer, parameters=None, update_grad=True):
+        self._scaler.scale(loss).backward()
+        if update_grad:
+            self._scaler.unscale_(optimizer)
+            self._scaler.step(optimizer)
+            self._scaler.update()
+"""
+
+ENGINE_WITH_SCALER = """
+import torch
+
+
+def train_one_epoch(model, loader, optimizer, loss_scaler, accum_iter):
+    optimizer.zero_grad()
+    for step, (x, y) in enumerate(loader):
+        with torch.cuda.amp.autocast():
+            loss = criterion(model(x), y)
+        loss /= accum_iter
+        loss_scaler(loss, optimizer, parameters=model.parameters(), update_grad=(step + 1) % accum_iter == 0)
+        if (step + 1) % accum_iter == 0:
+            optimizer.zero_grad()
+"""
+
+MAIN_WITH_SCALER = HEADER + """
+from engine import train_one_epoch
+from scaling import NativeScaler
+
+
+def main(args):
+    model = DDP(build_model(args), device_ids=[args.gpu])
+    optimizer = torch.optim.AdamW(model.parameters())
+    loss_scaler = {scaler}
+    for epoch in range(args.epochs):
+        train_one_epoch(model, loader, optimizer, loss_scaler, args.accum_iter)
+"""
+
+
+def test_a_step_object_the_caller_hands_in_makes_the_loop_a_window(tmp_path, monkeypatch):
+    # The loop's own module cannot tell what `loss_scaler` is; the caller builds a NativeScaler,
+    # whose call runs the backward and, under `update_grad`, the step.
+    main = MAIN_WITH_SCALER.format(scaler="NativeScaler()")
+    _project(tmp_path, monkeypatch, {"scaling.py": SCALER_MODULE, "engine.py": ENGINE_WITH_SCALER, "main.py": main})
+    found = _check(tmp_path, "main.py")
+    assert [row for row, _ in found] == [_row(main, "train_one_epoch(model, loader")]
+    scaler_row = _row((tmp_path / "engine.py").read_text(), "loss_scaler(loss, optimizer")
+    assert f"(engine.py:{scaler_row})" in found[0][1]
+
+
+def test_the_callers_view_does_not_change_the_loops_own_reading(tmp_path, monkeypatch):
+    main = MAIN_WITH_SCALER.format(scaler="NativeScaler()")
+    _project(tmp_path, monkeypatch, {"scaling.py": SCALER_MODULE, "engine.py": ENGINE_WITH_SCALER, "main.py": main})
+    alone = _findings((tmp_path / "engine.py").read_text(), "engine.py")
+    assert _check(tmp_path, "main.py") != []
+    assert _findings((tmp_path / "engine.py").read_text(), "engine.py") == alone
+
+
+def test_a_step_object_that_is_no_project_class_leaves_the_loop_unread(tmp_path, monkeypatch):
+    main = MAIN_WITH_SCALER.format(scaler="torch.cuda.amp.GradScaler()")
+    _project(tmp_path, monkeypatch, {"scaling.py": SCALER_MODULE, "engine.py": ENGINE_WITH_SCALER, "main.py": main})
+    assert _check(tmp_path, "main.py") == []
+
+
+def test_a_step_object_whose_module_controls_sync_keeps_the_loop_clean(tmp_path, monkeypatch):
+    scaler = SCALER_MODULE + """
+
+def no_sync_context(model, last):
+    return contextlib.nullcontext() if last else model.no_sync()
+"""
+    main = MAIN_WITH_SCALER.format(scaler="NativeScaler()")
+    _project(tmp_path, monkeypatch, {"scaling.py": scaler, "engine.py": ENGINE_WITH_SCALER, "main.py": main})
+    assert _check(tmp_path, "main.py") == []

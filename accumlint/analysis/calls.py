@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import ast
 import copy
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.exprs import dotted, last_part, positional
@@ -69,6 +70,20 @@ class AnalysedModule:
             windows = find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
             known = self._windows[id(scope)] = (events, windows)
         return known
+
+    def windows_handed(self, scope: Scope, classes: dict[str, str]) -> tuple[list[Event], list[Window]]:
+        """`windows_of` as one caller runs the function: its parameters named in `classes` hold
+        instances of those project classes (`train_one_epoch(..., loss_scaler)` with
+        `loss_scaler = NativeScaler()` in another module's `main()`). Not remembered."""
+        from accumlint.analysis.events import scope_events
+        from accumlint.analysis.windows import find_windows
+
+        if not classes:
+            return self.windows_of(scope)
+        with self.resolver.handed(scope, classes):
+            events = scope_events(scope, self.direct, self.resolver)
+            windows = find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
+        return events, windows
 
     def dependencies(self) -> dict[str, str]:
         """Every project module whose text the facts of this one rest on (following the modules
@@ -206,6 +221,8 @@ class Resolver:
         # classes another module's factory returns (`self.loss_fn = create_loss(cfg)`), by the
         # token instance_class gives them: (that module's resolver, the class's name there)
         self._foreign: dict[str, tuple["Resolver", str]] = {}
+        # (function, parameter) -> class token, while a function is read as one caller runs it
+        self._handed: dict[tuple[int, str], str] = {}
 
     # --- resolution ----------------------------------------------------------------------
     def resolve(self, call: ast.Call, scope: Scope, depth: int = 0) -> Optional[Callee]:
@@ -293,6 +310,8 @@ class Resolver:
             if definition.kind == "param":
                 found = _annotated_class(_parameter_annotation(definition.stmt.node, definition.name))
                 if found is None:
+                    found = self._handed.get((id(definition.stmt.scope), definition.name))
+                if found is None:
                     found = self._class_from_callers(definition.name, definition.stmt.scope)
                 if found is None:
                     return None
@@ -331,11 +350,33 @@ class Resolver:
         resolver = callee.module.resolver
         if made is None or not resolver._project_class(made):
             return None
+        return self.foreign_class(resolver, made)
+
+    def foreign_class(self, resolver: "Resolver", cls: str) -> str:
+        """The name `instance_class` gives here to the class another module's resolver calls `cls`
+        (a token, remembered with that resolver, when the module is another)."""
         if resolver is self:
-            return made
-        token = f"{callee.module.path}::{made}"
-        self._foreign[token] = (resolver, made)
+            return cls
+        if cls in resolver._foreign:  # already a token there (a third module's class): keep it
+            self._foreign[cls] = resolver._foreign[cls]
+            return cls
+        token = f"{resolver.module.path}::{cls}"
+        self._foreign[token] = (resolver, cls)
         return token
+
+    @contextmanager
+    def handed(self, function: Scope, classes: dict[str, str]) -> Iterator[None]:
+        """Read `function` as one caller runs it: each named parameter holds an instance of the
+        class given (a name `instance_class` gives here). What is worked out meanwhile is
+        forgotten after, so the function's own reading stays as it was."""
+        saved = dict(self._instances), dict(self._kinds)
+        self._instances = {key: found for key, found in self._instances.items() if key[0] != id(function)}
+        self._handed = {(id(function), param): cls for param, cls in classes.items()}
+        try:
+            yield
+        finally:
+            self._handed = {}
+            self._instances, self._kinds = saved
 
     def _class_from_callers(self, param: str, function: Scope) -> Optional[str]:
         """The class of what every call of `function` in this module passes for `param`, when they

@@ -7,7 +7,7 @@ functions' loops run."""
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 from accumlint.analysis.calls import Callee, Resolver
@@ -20,23 +20,43 @@ class Handoff:
     callee: Callee  # the function called (the class's `__init__` for a constructor)
     name: str  # the value's name there: a parameter, or `self.attr`
     readers: tuple[Scope, ...]  # the functions that read it under that name
+    # parameters of the function called that the call fills with instances of project classes,
+    # by the name the function's module gives each class (`loss_scaler` -> NativeScaler)
+    classes: dict[str, str] = field(default_factory=dict)
 
 
-def _parameter(call: ast.Call, callee: Callee, value: str) -> Optional[str]:
-    """The parameter of `callee` that `call` binds to the name `value` (None when it is not
-    passed, or passed where the binding cannot be read: after a `*args`)."""
+def _bindings(call: ast.Call, callee: Callee) -> Optional[dict[str, ast.expr]]:
+    """What the call passes for each parameter of `callee` (None after a `*args`, whose
+    positions cannot be read)."""
     params = list(callee.scope.params)
     if callee.scope.class_node is not None and params[:1] in (["self"], ["cls"]):
         params = params[1:]  # a bound method or a constructor: the instance is not an argument
+    bound: dict[str, ast.expr] = {}
     for position, argument in enumerate(call.args):
         if isinstance(argument, ast.Starred):
             return None
-        if dotted(argument) == value:
-            return params[position] if position < len(params) else None
+        if position < len(params):
+            bound[params[position]] = argument
     for keyword in call.keywords:
-        if keyword.arg is not None and dotted(keyword.value) == value:
-            return keyword.arg if keyword.arg in callee.scope.params else None
-    return None
+        if keyword.arg is not None and keyword.arg in callee.scope.params:
+            bound[keyword.arg] = keyword.value
+    return bound
+
+
+def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
+    """The parameter the call binds to the name `value`."""
+    return next((param for param, argument in bound.items() if dotted(argument) == value), None)
+
+
+def _classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee, resolver: Resolver) -> dict[str, str]:
+    """The parameters the call fills with an instance of a project class the caller shows."""
+    found: dict[str, str] = {}
+    for param, argument in bound.items():
+        name = dotted(argument)
+        cls = resolver.instance_class(name, site.stmt.scope) if name is not None else None
+        if cls is not None:
+            found[param] = callee.module.resolver.foreign_class(resolver, cls)
+    return found
 
 
 def _stored_as(init: Scope, param: str) -> list[str]:
@@ -53,12 +73,16 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
     scope = site.stmt.scope
     callee = resolver.resolve(site.call, scope)
     if callee is not None:
-        name = _parameter(site.call, callee, value)
-        return [Handoff(callee, name, (callee.scope,))] if name is not None else []
+        bound = _bindings(site.call, callee)
+        name = _parameter(bound, value) if bound is not None else None
+        if bound is None or name is None:
+            return []
+        return [Handoff(callee, name, (callee.scope,), _classes(bound, site, callee, resolver))]
     init = resolver.constructor(site.call, scope)
     if init is None or init.scope.class_node is None:
         return []
-    param = _parameter(site.call, init, value)
+    bound = _bindings(site.call, init)
+    param = _parameter(bound, value) if bound is not None else None
     if param is None:
         return []
     methods = tuple(s for s in init.module.collected.scopes if s.class_node is init.scope.class_node and s is not init.scope)

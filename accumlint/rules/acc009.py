@@ -210,7 +210,7 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                     if _sync_managed_in(module, facts):
                         continue
                     for reader in handoff.readers:
-                        events, windows = module.windows_of(reader)
+                        events, windows = module.windows_handed(reader, handoff.classes)
                         for window in windows:
                             if not _read_every_micro_step(handoff.name, reader, window):
                                 continue
