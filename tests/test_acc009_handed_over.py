@@ -422,3 +422,77 @@ def no_sync_context(model, last):
     main = MAIN_WITH_SCALER.format(scaler="NativeScaler()")
     _project(tmp_path, monkeypatch, {"scaling.py": scaler, "engine.py": ENGINE_WITH_SCALER, "main.py": main})
     assert _check(tmp_path, "main.py") == []
+
+
+# --- what counts as the wrapping, and as sync control ---------------------------------------------
+
+YOLO_LOOP = HEADER + """
+def train(model, loader, optimizer, scaler, batch_size, nbs=64):
+    accumulate = max(round(nbs / batch_size), 1)
+    model = {wrap}
+    for i, (imgs, targets) in enumerate(loader):
+        with torch.cuda.amp.autocast():
+            loss = compute_loss(model(imgs), targets)
+        scaler.scale(loss).backward()
+        if (i + 1) % accumulate == 0 or i + 1 == len(loader):
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+    {after}
+"""
+
+
+def test_a_step_count_named_accumulate_is_no_sync_control():
+    source = YOLO_LOOP.format(wrap="DDP(model, device_ids=[0])", after="coco_eval.accumulate()")
+    assert [row for row, _ in _acc009(source)] == [_row(source, "scaler.scale(loss).backward()")]
+
+
+def test_accelerates_accumulate_context_still_is():
+    source = YOLO_LOOP.format(wrap="DDP(model, device_ids=[0])", after="ctx = accelerator.accumulate(model)")
+    assert _acc009(source) == []
+
+
+WRAPPERS = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def smart_DDP(model):
+    if torch.__version__ >= "1.11":
+        return DDP(model, device_ids=[0], static_graph=True)
+    return DDP(model, device_ids=[0])
+
+
+def maybe_parallel(model):
+    if torch.cuda.device_count() > 1:
+        return torch.nn.DataParallel(model)
+    return model
+"""
+
+
+@pytest.mark.parametrize("wrap, reported", [("smart_DDP(model)", True), ("maybe_parallel(model)", False)])
+def test_a_project_function_that_returns_the_wrapping(tmp_path, monkeypatch, wrap, reported):
+    main = YOLO_LOOP.format(wrap=wrap, after="pass").replace(HEADER, HEADER + "from wrappers import smart_DDP, maybe_parallel\n")
+    _project(tmp_path, monkeypatch, {"wrappers.py": WRAPPERS, "main.py": main})
+    expected = [_row(main, "scaler.scale(loss).backward()")] if reported else []
+    assert [row for row, _ in _check(tmp_path, "main.py")] == expected
+
+
+def test_a_project_function_that_returns_the_wrapping_in_a_trainer():
+    source = WRAPPERS + """
+
+class Trainer:
+    def __init__(self, model, optimizer, k):
+        self.model = smart_DDP(model)
+        self.optimizer, self.k = optimizer, k
+
+    def train_epoch(self, loader):
+        for step, (x, y) in enumerate(loader):
+            loss = criterion(self.model(x), y) / self.k
+            loss.backward()
+            if (step + 1) % self.k == 0 or step + 1 == len(loader):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+    assert [row for row, _ in _acc009(source)] == [_row(source, "loss.backward()")]
+    assert _acc009(source.replace("self.model = smart_DDP(model)", "self.model = maybe_parallel(model)")) == []

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator, Optional
 
 import ast
+import re
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.calls import AnalysedModule
@@ -13,9 +14,10 @@ from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, method_of
+from accumlint.analysis.exprs import dotted, last_part, method_of
+from accumlint.analysis.roles import Roles
 from accumlint import frameworks
-from accumlint.frameworks import ddp
+from accumlint.frameworks import accelerate, ddp
 from accumlint.model import Violation
 from accumlint.rules.meta import FixSafety
 
@@ -27,15 +29,27 @@ FIX: FixSafety = None
 # variable, a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so
 # stay silent.
 _SYNC_CONTROLS = frameworks.SYNC_CONTROLS
+_PARALLEL_WORDS = re.compile(r"ddp|fsdp|distributed|parallel", re.IGNORECASE)
+# `accumulate` is a sync control only as Accelerate's `accelerator.accumulate(model)`: a variable
+# called `accumulate` holds a step count (YOLO), and `coco_eval.accumulate()` sums metrics.
+_CALL_ONLY_CONTROLS = frozenset({accelerate.ACCUMULATE_CONTEXT})
+
+
+def _sync_control_call(call: ast.Call) -> bool:
+    method = method_of(call)[1]
+    if method in _CALL_ONLY_CONTROLS:
+        return bool(call.args or call.keywords)
+    return method in _SYNC_CONTROLS
 
 
 def _manages_sync(collected: Collected) -> bool:
+    named = _SYNC_CONTROLS - _CALL_ONLY_CONTROLS
     for scope in collected.scopes:
-        if any(name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for name in scope.defs):
+        if any(name.rsplit(".", 1)[-1] in named for name in scope.defs):
             return True
-        if any(o.name.rsplit(".", 1)[-1] in _SYNC_CONTROLS for o in scope.occurrences):
+        if any(o.name.rsplit(".", 1)[-1] in named for o in scope.occurrences):
             return True
-        if any(method_of(site.call)[1] in _SYNC_CONTROLS for site in scope.calls):
+        if any(_sync_control_call(site.call) for site in scope.calls):
             return True
     return False
 
@@ -140,12 +154,42 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
             current = current.parent
     for candidate in scopes:
         for definition in candidate.definitions(name):
-            value = definition.value
-            if isinstance(value, ast.Call):
-                built = facts.roles.canonical(dotted(value.func)).rsplit(".", 1)[-1]
-                if built in ddp.WRAPPERS:
-                    return definition
+            if definition.kind == "assign" and _wraps(definition.value, candidate, facts):
+                return definition
     return None
+
+
+def _builds_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
+    return isinstance(value, ast.Call) and roles.canonical(dotted(value.func)).rsplit(".", 1)[-1] in ddp.WRAPPERS
+
+
+def _wraps(value: Optional[ast.expr], scope: Scope, facts: ModuleFacts) -> bool:
+    """`DDP(model, ...)`, or a call of a project function whose every return is one
+    (`model = smart_DDP(model)`); only functions whose name speaks of parallelism are read."""
+    if _builds_wrapper(value, facts.roles):
+        return True
+    if not isinstance(value, ast.Call) or not _PARALLEL_WORDS.search(last_part(dotted(value.func))):
+        return False
+    callee = facts.analysed.resolver.resolve(value, scope)
+    if callee is None or not callee.scope.returns:
+        return False
+    return all(_builds_wrapper(returned, callee.module.roles) for returned, _ in callee.scope.returns)
+
+
+def _ddp_models(facts: ModuleFacts) -> set[str]:
+    """The names that hold a DDP/FSDP wrapping somewhere in the module."""
+    def find() -> set[str]:
+        found = set(facts.roles.ddp_models)
+        for scope in facts.collected.scopes:
+            for name, definitions in scope.defs.items():
+                if name not in found and any(
+                    d.kind == "assign" and not _builds_wrapper(d.value, facts.roles) and _wraps(d.value, scope, facts)
+                    for d in definitions
+                ):
+                    found.add(name)
+        return found
+
+    return facts.cached("acc009_models", find)
 
 
 def _advice(facts: ModuleFacts, model: str, where: str = "") -> str:
@@ -172,7 +216,7 @@ def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
 
 def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight of the loop that accumulates with it."""
-    models = facts.roles.ddp_models
+    models = _ddp_models(facts)
     for sf in facts.scopes:
         for window in sf.windows:
             used = [o.name for o in sf.scope.occurrences if o.name in models and window.micro_loop.contains(o.stmt)]
@@ -196,7 +240,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
 def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped here and handed to a function (or a project class) whose loop
     accumulates with it: `model = DDP(model)` in `main()`, then `train_one_epoch(model, ...)`."""
-    models = facts.roles.ddp_models
+    models = _ddp_models(facts)
     resolver = facts.analysed.resolver
     for sf in facts.scopes:
         for site in sf.scope.calls:
@@ -247,7 +291,7 @@ def _handed_finding(
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
-    if not facts.roles.ddp_models:
+    if not _ddp_models(facts):
         return
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
