@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 import io
+import re
 import tokenize
 import traceback
 from collections import Counter
@@ -71,6 +72,10 @@ def is_notebook(filename: str) -> bool:
 # -- the file's own say: noqa ---------------------------------------------------------------
 
 
+# A `noqa` whose line mentions `acc` somewhere after it: the only kind that can be ours.
+_OURS_AFTER_NOQA = re.compile(rb"noqa[^\n]*acc")
+
+
 @dataclass
 class _Scope:
     select: frozenset[str]
@@ -79,7 +84,12 @@ class _Scope:
 
 def _scope(filename: str, data: bytes, select: Collection[str]) -> _Scope:
     """The codes to check after the file-level `# accumlint: noqa`, and the noqa notices."""
-    if b"noqa" not in data.lower():
+    lower = data.lower()
+    if b"noqa" not in lower:
+        return _Scope(frozenset(select), [])
+    if b"accumlint" not in lower and _OURS_AFTER_NOQA.search(lower) is None:
+        # Other tools' directives (`# noqa: E501`) silence nothing of ours and draw no warning:
+        # no need to tokenize the file to find them.
         return _Scope(frozenset(select), [])
     if is_notebook(filename):
         from accumlint.notebook import code_cells

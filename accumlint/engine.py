@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 import gc
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,14 +27,17 @@ Source = Union[str, bytes]
 ALL_CODES = frozenset(RULES)
 MAX_FIX_ROUNDS = 8
 
-# Every rule needs a backward pass, an optimizer step or (ACC002) an accumulation in sight, here or in a
-# project function a loop here calls with a loss, an optimizer or a scaler (`loss_scaler(loss, opt,
-# update_grad=...)`); files with none of these words are only syntax-checked, never analysed.
+# Every rule needs a backward pass, an optimizer step or (ACC002) a loss, an evaluation pass or a
+# meter in sight, here or in a project function a loop here calls with a loss, an optimizer or a
+# scaler (`loss_scaler(loss, opt, update_grad=...)`), or a step method a framework calls; files with
+# none of these words are only syntax-checked, never analysed. Words every module uses (`step(`,
+# `+=`, `append(`) are no sign: a denoising loop calls `scheduler.step(...)` too.
 _TRIGGERS = (
-    "backward", "step(", "append(", "+=", "] =", "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(",
-    "gradient_accumulation_steps", "zero_grad", "loss", "optimizer", "scaler",
+    "backward", "zero_grad", "optimizer", "optimiser", "scaler", "loss", "retain_graph", "create_graph",
+    "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(", "gradient_accumulation_steps",
+    "train_step", "training_step", "fit_batch", ".eval()", "criterion", "metric", "Meter", "evaluat",
 )
-
+_METER = re.compile(r"\bmeters?\b")  # not `parameter`
 
 
 class SourceError(Exception):
@@ -67,7 +71,7 @@ def parse(text: str, filename: str) -> ast.Module:
 
 
 def _might_have_findings(text: str) -> bool:
-    return any(word in text for word in _TRIGGERS)
+    return any(word in text for word in _TRIGGERS) or _METER.search(text) is not None
 
 
 @dataclass
