@@ -312,3 +312,54 @@ def test_a_local_k_is_not_written_into_a_helper(tmp_path):
     result = engine.check_source((tmp_path / "train.py").read_bytes(), str(tmp_path / "train.py"))
     method = next(f for f in result.findings if f.location.row == 7 and f.filename == str(tmp_path / "train.py"))
     assert method.code == "ACC001" and method.fix is None  # `k` is not in the helper's sight
+
+
+def test_a_module_read_for_anothers_calls_is_checked_the_same(tmp_path):
+    """loops.py, read (parsed and analysed) while main.py's calls were followed, is checked from
+    that reading: the findings are those of a process that never saw main.py."""
+    from accumlint import project
+    from accumlint.analysis import calls
+
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "loops.py": """
+            def train(model, loader, optimizer, k):
+                for i, (x, y) in enumerate(loader):
+                    loss = model(x, y)
+                    loss.backward()
+                    if (i + 1) % k == 0 or i + 1 == len(loader):
+                        optimizer.step()
+                        optimizer.zero_grad()
+        """,
+        "main.py": """
+            from loops import train
+
+
+            def main(model, loader, optimizer):
+                for epoch in range(3):
+                    train(model, loader, optimizer, 4)
+        """,
+    })
+    loops = tmp_path / "loops.py"
+
+    def fresh() -> None:
+        project._INDEXES.clear()
+        project._ROOTS.clear()
+        calls._ANALYSED.clear()
+
+    fresh()
+    alone = engine.check_source(loops.read_bytes(), str(loops))
+    assert [f.code for f in alone.findings] == ["ACC001"]
+    fresh()
+    engine.check_source((tmp_path / "main.py").read_bytes(), str(tmp_path / "main.py"))
+    index = project.index_for(loops)
+    assert index.parsed(loops, loops.read_text()) is not None  # read already: its tree is reused
+    after = engine.check_source(loops.read_bytes(), str(loops))
+    assert after.findings == alone.findings
+    # What main.py's calls looked up may add modules the result is said to rest on (a cached
+    # result is then dropped more often), never remove one.
+    assert set(alone.dependencies) <= set(after.dependencies)
+    # Its text as checked differs from the one read (an editor's unsaved buffer): parsed anew.
+    assert index.parsed(loops, loops.read_text() + "\n") is None
+    edited = engine.check_source(loops.read_bytes() + b"\n", str(loops))
+    assert [(f.code, f.location.row) for f in edited.findings] == [(f.code, f.location.row) for f in alone.findings]

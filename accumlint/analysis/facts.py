@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Callable, Iterator, Mapping, Optional, TypeVar
 
 from accumlint.analysis.ancestry import forget_ancestry
-from accumlint.analysis import accumulators
+from accumlint.analysis import accumulators, calls
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
@@ -105,7 +105,12 @@ def analyse(
     """The facts of one checked module; with a path and a project index, calls into the
     project's other modules are followed too."""
     forget_module_caches()
-    analysed = AnalysedModule(collect(module, imports), path, index, source)
+    local = index.parsed(path, source.text) if index is not None and path is not None and imports is None else None
+    known = calls.analysed(index, local.path) if index is not None and local is not None and local.tree is module else None
+    if known is not None and known.collected.module is module:
+        analysed = known  # read already as a module another checked file calls into
+    else:
+        analysed = AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     begin_analysis(collected)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
