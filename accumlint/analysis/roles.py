@@ -9,8 +9,8 @@ from typing import Optional
 
 import ast
 
-from accumlint.analysis.collect import Collected, Definition
-from accumlint.analysis.exprs import dotted, int_value, keyword, positional
+from accumlint.analysis.collect import Collected, Definition, Scope
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, positional
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
 
@@ -56,6 +56,11 @@ class Roles:
     uses_deepspeed: bool = False
     # Optimizers built to accumulate and average by themselves (Keras 3 `gradient_accumulation_steps=k`).
     accumulating_optimizers: dict[str, ast.expr] = field(default_factory=dict)
+    # Fabric objects whose strategy runs a DeepSpeed engine configured to accumulate over k (its
+    # backward divides by k): name -> k as the config writes it.
+    deepspeed_fabric_gas: dict[str, ast.expr] = field(default_factory=dict)
+    # ... of those, the ones that run it whatever the launch (not one branch of a choice)
+    deepspeed_fabric_always: set[str] = field(default_factory=set)
 
     def role(self, name: Optional[str]) -> Optional[Role]:
         if name is None:
@@ -114,6 +119,40 @@ def _prepare_targets(definition: Definition, roles: Roles) -> None:
     roles.prepared.add(definition.name)
 
 
+def _single_value(expr: Optional[ast.expr], scope: Optional[Scope]) -> Optional[ast.expr]:
+    """A name's one assigned value, looked up from `scope` outwards (the expression itself when
+    it is no name)."""
+    if not isinstance(expr, ast.Name):
+        return expr
+    current = scope
+    while current is not None:
+        found = [d for d in current.definitions(expr.id) if d.kind == "assign"]
+        if found:
+            return found[0].value if len(found) == 1 else None
+        current = current.parent
+    return None
+
+
+def _strategy_accumulation(strategy: Optional[ast.expr], scope: Optional[Scope]) -> Optional[tuple[ast.expr, bool]]:
+    """k of `DeepSpeedStrategy(config={..., "gradient_accumulation_steps": k})`, and whether that
+    strategy always runs: also as one branch of `... if devices > 1 else "auto"` (then not
+    always) and through names bound to the strategy or the config; None when k is 1, absent or
+    not in sight (a config file)."""
+    strategy = _single_value(strategy, scope)
+    if isinstance(strategy, ast.IfExp):
+        found = _strategy_accumulation(strategy.body, scope) or _strategy_accumulation(strategy.orelse, scope)
+        return (found[0], False) if found is not None else None
+    if not isinstance(strategy, ast.Call) or last_part(dotted(strategy.func)) not in deepspeed.STRATEGIES:
+        return None
+    config = _single_value(keyword(strategy, "config"), scope)
+    if not isinstance(config, ast.Dict):
+        return None
+    for key, value in zip(config.keys, config.values):
+        if isinstance(key, ast.Constant) and key.value == deepspeed.CONFIG_ACCUMULATION_KEY:
+            return (value, True) if int_value(value) != 1 else None
+    return None
+
+
 def infer_roles(collected: Collected) -> Roles:
     roles = Roles(imports=dict(collected.imports))
     roles.uses_deepspeed = any(origin.split(".")[0] == "deepspeed" for origin in collected.imports.values())
@@ -149,6 +188,12 @@ def infer_roles(collected: Collected) -> Roles:
             roles.accelerator_gas[definition.name] = gas
         if role == DDP:
             roles.ddp_models.add(definition.name)
+        if role == FABRIC and isinstance(value, ast.Call):
+            found = _strategy_accumulation(keyword(value, "strategy"), definition.stmt.scope)
+            if found is not None:
+                roles.deepspeed_fabric_gas[definition.name] = found[0]
+                if found[1]:
+                    roles.deepspeed_fabric_always.add(definition.name)
         if role == OPTIMIZER and isinstance(value, ast.Call):
             for name in frameworks.ACCUMULATION_KEYWORDS:
                 steps = keyword(value, name)

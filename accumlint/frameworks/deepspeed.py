@@ -4,6 +4,11 @@ itself."""
 
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
+# The config key that sets the engine's accumulation steps (its backward divides the loss by it),
+# and the strategy classes that run a DeepSpeed engine from such a config (Fabric, Lightning).
+CONFIG_ACCUMULATION_KEY = "gradient_accumulation_steps"
+STRATEGIES = frozenset({"DeepSpeedStrategy"})
+
 # `deepspeed.initialize(...)` returns (engine, optimizer, loader, scheduler).
 INITIALIZE_RESULTS = {0: Role.ENGINE, 1: Role.OPTIMIZER, 2: Role.LOADER, 3: Role.SCHEDULER}
 

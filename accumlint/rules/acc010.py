@@ -125,6 +125,8 @@ def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
         return k_aliases(gas, event.stmt.scope)
     if event.framework == Framework.DEEPSPEED:
         return _accum_names(facts)
+    if event.framework == Framework.FABRIC and event.receiver in facts.roles.deepspeed_fabric_gas:
+        return k_aliases(facts.roles.deepspeed_fabric_gas[event.receiver], event.stmt.scope)
     steps = accumulators.optimizer_window(event, facts.analysed)
     if steps is not None:  # an optimizer that accumulates and averages by itself (Keras 3)
         return k_aliases(steps, event.stmt.scope) | _accum_names(facts)
@@ -136,6 +138,10 @@ def _who(event) -> str:
         return "Accelerate's backward"
     if event.framework == Framework.DEEPSPEED:
         return "the DeepSpeed engine's backward"
+    if event.framework == Framework.FABRIC:
+        return ("the backward of the DeepSpeed engine that Fabric's DeepSpeedStrategy runs (its config sets "
+                "`gradient_accumulation_steps`), whenever that strategy is chosen; keep one: drop the key from "
+                "the config, or divide by hand only when another strategy runs")
     return "the optimizer, built with `gradient_accumulation_steps`, which averages the window itself"
 
 
@@ -156,7 +162,10 @@ def _multiplied_back(event, k_names) -> bool:
 
 def _violation(event, facts, k_names, why: str) -> Violation:
     receiver = event.call is not None and event.tensor is getattr(event.call.func, "value", None)
-    changes = None if _multiplied_back(event, k_names) else _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
+    # Under Fabric the DeepSpeed strategy may be one choice of several (`... if devices > 1 else
+    # "auto"`): on the others the hand division is the only one, so no edit is right on both.
+    withheld = _multiplied_back(event, k_names) or event.framework == Framework.FABRIC
+    changes = None if withheld else _drop_division(facts, event.tensor, event.stmt, k_names, receiver)
     fix = Fix("Remove the hand division by the accumulation steps", "unsafe", changes) if changes else None
     node = event.call if event.call is not None else event.stmt.node  # a loss function's return
     return Violation(CODE, f"the loss is divided by the accumulation steps twice: {why}", node, fix)

@@ -20,6 +20,8 @@ def framework_divides(event: Event, roles: Roles) -> bool:
     DeepSpeed's engine)."""
     if event.framework == Framework.ACCELERATE:
         return roles.accumulating_accelerator(event.receiver)
+    if event.framework == Framework.FABRIC:  # a DeepSpeed strategy configured to accumulate, always chosen
+        return event.receiver in roles.deepspeed_fabric_always
     return event.framework == Framework.DEEPSPEED
 
 
