@@ -53,6 +53,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=1)
     args = parser.parse_args()
     root = args.directory.resolve()
+    if not root.is_dir():
+        parser.error(f"{args.directory}: no such directory")
     files = [p for p in root.rglob("*.py") if p.is_file()]
     lines = sum(p.read_bytes().count(b"\n") for p in files)
     parse_cpu = min(
