@@ -10,6 +10,7 @@ from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
+from accumlint.rules.common import place_in
 from accumlint.rules.edits import insert_before, remove
 from accumlint.rules.meta import FixSafety
 
@@ -81,7 +82,7 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
                 clip.call,
             )
         else:  # the clip is in another module: reported at the call, naming where it is
-            where = f"{callee.module.path.name if callee.module.path else 'another module'}:{clip.call.lineno}"
+            where = place_in(callee.module, clip.call)
             yield Violation(
                 CODE,
                 f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` ({where}) clips before any "

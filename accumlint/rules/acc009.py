@@ -19,6 +19,7 @@ from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import accelerate, ddp
 from accumlint.model import Violation
+from accumlint.rules.common import place_in
 from accumlint.rules.meta import FixSafety
 
 CODE = "ACC009"
@@ -280,8 +281,7 @@ def _handed_finding(
             f"micro-step of this loop: {_advice(facts, value)}",
             backward.call,
         )
-    path = handoff.callee.module.path
-    where = f"{path.name if path is not None else 'another module'}:{backward.call.lineno}"
+    where = place_in(handoff.callee.module, backward.call)
     return Violation(
         CODE,
         f"{head} is handed to {function} ({where}), whose loop reduces gradients across ranks on every "

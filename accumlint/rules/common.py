@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import ZERO, Event
 from accumlint.analysis.windows import Window
@@ -106,3 +107,9 @@ def ambiguous_tensor(event: Event) -> bool:
     if call is None or not call.args or not isinstance(call.func, ast.Attribute):
         return False
     return event.tensor is call.func.value
+
+
+def place_in(module: AnalysedModule, node: ast.AST) -> str:
+    """`engine.py:78`: where a node of another module of the project is, for a message."""
+    name = module.path.name if module.path is not None else "another module"
+    return f"{name}:{getattr(node, 'lineno', '?')}"
