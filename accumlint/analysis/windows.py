@@ -24,6 +24,9 @@ class GateTest:
     flag: Optional[str] = None  # the test was computed earlier into this name
     # `or (len(loader) <= k and i + 1 == len(loader))`: it flushes only epochs shorter than one window
     short_epoch_clause: Optional[ast.expr] = None
+    # `ni - last_opt_step >= k` with `last_opt_step = ni` (YOLO): k micro-steps since the last
+    # step, counted by this name; whether a window carries across epochs depends on where it is reset
+    since_last: Optional[str] = None
 
 
 @dataclass(eq=False, repr=False)
@@ -177,6 +180,9 @@ def parse_gate(
         # `not (gate or end)` is "neither at a boundary nor at the end": still a negative gate.
         return replace(negated, positive=not negated.positive)
     if isinstance(test, ast.Compare) and len(test.ops) == 1:
+        since = _since_last_step(test, scope)
+        if since is not None:
+            return since
         modulo = _modulo(test.left) or _modulo(test.comparators[0])
         if modulo is None:
             return None
@@ -197,6 +203,23 @@ def parse_gate(
             flagged = parse_gate(value, scope, at, depth + 1, helpers)
             return replace(flagged, flag=test.id) if flagged is not None else None
     return None
+
+
+def _since_last_step(test: ast.Compare, scope: Scope) -> Optional[GateTest]:
+    """`ni - last_opt_step >= k`, where `last_opt_step` is assigned the counter (in the step
+    block): at least k micro-steps since the last step."""
+    difference = test.left
+    if not isinstance(test.ops[0], ast.GtE) or not isinstance(difference, ast.BinOp) or not isinstance(difference.op, ast.Sub):
+        return None
+    k = test.comparators[0]
+    counter, last = dotted(difference.left), dotted(difference.right)
+    literal = int_value(k)
+    if counter is None or last is None or (literal is not None and literal <= 1):
+        return None
+    marks = [d for s in scope.sight() for d in s.definitions(last) if d.kind == "assign" and dotted(d.value) == counter]
+    if not marks:
+        return None
+    return GateTest(k, difference.left, True, False, since_last=last)
 
 
 def _ends_with_continue(body: list[ast.stmt]) -> bool:

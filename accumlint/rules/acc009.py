@@ -127,11 +127,11 @@ def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     for scope in facts.collected.scopes:
         for name in models:
             for definition in scope.definitions(name):
-                if isinstance(definition.value, ast.Call):
-                    func = dotted(definition.value.func) or ""
-                    head, _, rest = func.partition(".")
+                if _builds_wrapper(definition.value, facts.roles):  # not a project helper that returns one
+                    assert isinstance(definition.value, ast.Call)
+                    head = (dotted(definition.value.func) or "").partition(".")[0]
                     origin = facts.collected.imports.get(head)
-                    if origin is not None and (not rest or rest.rsplit(".", 1)[-1] in ddp.WRAPPERS):
+                    if origin is not None:
                         origins.add(origin.split(".", 1)[0])
     if origins and "torch" not in origins:
         return sorted(origins)[0]
