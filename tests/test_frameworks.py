@@ -402,6 +402,47 @@ case("ddp_no_sync_around_a_closure_that_does_not_forward", DDP_SETUP + """\
                 loss.backward()
 """)
 
+# The flag set after the forward: DDP read the old value in the forward (build-nanogpt before its fix).
+case("ddp_sync_flag_set_after_the_forward", DDP_SETUP + """\
+    while True:
+        for micro_step in range(accum_steps):
+            x, y = get_batch()
+            loss = criterion(model(x), y) / accum_steps
+            model.require_backward_grad_sync = micro_step == accum_steps - 1  # <ACC009
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+""")
+
+case("ddp_sync_flag_set_after_the_forward_in_a_trainer", """\
+    class Trainer:
+        def __init__(self, net, rank):
+            self.model = DistributedDataParallel(net.cuda(rank), device_ids=[rank])
+            self.optimizer = torch.optim.SGD(self.model.parameters(), lr=0.1)
+
+        def fit(self, loader, accum_steps):
+            for i, (x, y) in enumerate(loader):
+                loss = criterion(self.model(x), y) / accum_steps
+                self.model.require_backward_grad_sync = (i + 1) % accum_steps == 0  # <ACC009
+                loss.backward()
+                if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+""")
+
+# Set again before a second forward of the same micro-step: that forward reads it.
+case("ddp_sync_flag_set_between_two_forwards_clean", DDP_SETUP + """\
+    while True:
+        for micro_step in range(accum_steps):
+            x, y = get_batch()
+            warmup = model(x)
+            model.require_backward_grad_sync = micro_step == accum_steps - 1
+            loss = criterion(model(x), y) / accum_steps
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+""")
+
 case("ddp_without_accumulation_clean", DDP_SETUP + """\
     for x, y in loader:
         loss = criterion(model(x), y)

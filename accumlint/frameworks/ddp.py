@@ -5,12 +5,13 @@ from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
 WRAPPERS = frozenset({"DistributedDataParallel", "FullyShardedDataParallel", "fully_shard"})
 NO_SYNC_CONTEXT = "no_sync"
+SYNC_FLAG = "require_backward_grad_sync"  # read by the forward pass, like no_sync()
 
 SPEC = FrameworkSpec(
     Framework.DDP,
     constructors={name: Role.DDP for name in WRAPPERS},
     sync_controls=frozenset({
-        NO_SYNC_CONTEXT, "require_backward_grad_sync", "set_requires_gradient_sync",
+        NO_SYNC_CONTEXT, SYNC_FLAG, "set_requires_gradient_sync",
         # apex's and DeepSpeed's older DDP wrappers switch the all-reduce off and on by hand
         "disable_allreduce", "enable_allreduce", "disable_need_reduction", "enable_need_reduction",
     }),

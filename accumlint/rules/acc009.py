@@ -120,6 +120,35 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
                 )
 
 
+def _flag_after_forward(sf) -> Iterator[Violation]:
+    """`model.require_backward_grad_sync = last` set after the micro-step's forward: DDP reads
+    the flag in the forward, so each micro-step follows the setting of the one before."""
+    flag = "." + ddp.SYNC_FLAG
+    for name, definitions in sf.scope.defs.items():
+        if not name.endswith(flag):
+            continue
+        model = name[: -len(flag)]
+        for definition in definitions:
+            loop = definition.stmt.loop
+            if definition.kind != "assign" or loop is None:
+                continue
+            forwards = [
+                site.stmt.order for site in sf.scope.calls
+                if dotted(site.call.func) == model and loop.contains(site.stmt)
+            ]
+            backward = any(
+                e.kind == BACKWARD and loop.contains(e.stmt) and e.order > definition.order for e in sf.events
+            )
+            if forwards and backward and max(forwards) < definition.order:
+                yield Violation(
+                    CODE,
+                    f"`{name}` is set after this micro-step's forward pass, but DDP reads it during the forward: "
+                    f"each micro-step follows the setting of the one before, so only the first micro-step of a "
+                    f"window all-reduces and the ranks step with different gradients; set it before the forward",
+                    definition.stmt.node,
+                )
+
+
 def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     """The package of the DDP class the models were built with, when none of them is torch's
     (apex's DistributedDataParallel has no `no_sync()`)."""
@@ -295,6 +324,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         return
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
+        yield from _flag_after_forward(sf)
     if _manages_sync(facts.collected):
         return
     reported: set[int] = set()
