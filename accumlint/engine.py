@@ -27,15 +27,18 @@ Source = Union[str, bytes]
 ALL_CODES = frozenset(RULES)
 MAX_FIX_ROUNDS = 8
 
-# Every rule needs a backward pass, an optimizer step or (ACC002) a loss, an evaluation pass or a
-# meter in sight, here or in a project function a loop here calls with a loss, an optimizer or a
-# scaler (`loss_scaler(loss, opt, update_grad=...)`), or a step method a framework calls; files with
-# none of these words are only syntax-checked, never analysed. Words every module uses (`step(`,
-# `+=`, `append(`) are no sign: a denoising loop calls `scheduler.step(...)` too.
+# Every rule needs a backward pass, an optimizer step, (ACC002) a loss, an evaluation pass or a
+# meter, or (ACC009) a data-parallel wrapping in sight, here or in a project function a loop here
+# calls with a loss, an optimizer or a scaler (`loss_scaler(loss, opt, update_grad=...)`), or a
+# step method a framework calls; files with none of these words are only syntax-checked, never
+# analysed. Words every module uses (`step(`, `+=`, `append(`) are no sign: a denoising loop calls
+# `scheduler.step(...)` too.
 _TRIGGERS = (
     "backward", "zero_grad", "optimizer", "optimiser", "scaler", "loss", "retain_graph", "create_graph",
     "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(", "gradient_accumulation_steps",
     "train_step", "training_step", "fit_batch", ".eval()", "criterion", "metric", "Meter", "evaluat",
+    # a script that wraps the model for data parallelism and hands it to a loop elsewhere (ACC009)
+    "DistributedDataParallel", "DDP(", "FullyShardedDataParallel", "fully_shard",
 )
 _METER = re.compile(r"\bmeters?\b")  # not `parameter`
 

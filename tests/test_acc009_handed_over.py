@@ -496,3 +496,52 @@ class Trainer:
 """
     assert [row for row, _ in _acc009(source)] == [_row(source, "loss.backward()")]
     assert _acc009(source.replace("self.model = smart_DDP(model)", "self.model = maybe_parallel(model)")) == []
+
+
+# --- handed on: the function handed the model passes it to the one that loops ----------------------
+
+RUNNER = """
+from engine import train_one_epoch
+
+
+class Runner:
+    def __init__(self, loader, optimizer, accum_steps):
+        self.loader, self.optimizer, self.accum_steps = loader, optimizer, accum_steps
+
+    def train(self, model, epochs):
+        for epoch in range(epochs):
+            self._train_epoch(epoch, model={onward})
+
+    def _train_epoch(self, epoch, model):
+        return train_one_epoch(model, self.loader, self.optimizer, self.accum_steps)
+"""
+
+MAIN_WITH_RUNNER = HEADER + """
+from runner import Runner
+
+
+def main(args):
+    model = DDP(build_model(args), device_ids=[args.gpu])
+    runner = Runner(loader, torch.optim.AdamW(model.parameters()), args.accum_steps)
+    runner.train(model, args.epochs)
+"""
+
+
+def test_a_model_handed_on_through_a_runner_reaches_the_loop(tmp_path, monkeypatch):
+    _project(tmp_path, monkeypatch, {
+        "engine.py": "import torch\n" + LOOP.format(forward="pass"),
+        "runner.py": RUNNER.format(onward="model"),
+        "main.py": MAIN_WITH_RUNNER,
+    })
+    found = _check(tmp_path, "main.py")
+    assert [row for row, _ in found] == [_row(MAIN_WITH_RUNNER, "runner.train(model")]
+    assert "`train_one_epoch()` through `train()` (engine.py:" in found[0][1]
+
+
+def test_a_runner_that_hands_on_the_bare_model_is_clean(tmp_path, monkeypatch):
+    _project(tmp_path, monkeypatch, {
+        "engine.py": "import torch\n" + LOOP.format(forward="pass"),
+        "runner.py": RUNNER.format(onward="model.module"),
+        "main.py": MAIN_WITH_RUNNER,
+    })
+    assert _check(tmp_path, "main.py") == []

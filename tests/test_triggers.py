@@ -33,7 +33,8 @@ def test_a_denoising_loop_is_not_analysed():
     "loss = criterion(out, y)", "optimizer.step()", "scaler.update()", "loss.backward()",
     "model.eval()", "meter.update(out)", "meters[name].add(out)", "top1 = AverageMeter()",
     "g = torch.autograd.grad(y, x, create_graph=True)", "def training_step(self, batch):",
-    "acc = metric.compute()", "results = evaluate(model)",
+    "acc = metric.compute()", "results = evaluate(model)", "model = DistributedDataParallel(model)",
+    "model = smart_DDP(model)", "model = FSDP(model)  # FullyShardedDataParallel", "fully_shard(model)",
 ])
 def test_a_sign_of_training_or_evaluation_makes_it_analysed(sign):
     assert engine._might_have_findings(DENOISING + "\n" + sign + "\n")

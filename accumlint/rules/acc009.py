@@ -30,6 +30,7 @@ FIX: FixSafety = None
 # variable, a helper that returns it, FSDP, Fabric, Accelerate): we cannot follow them all, so
 # stay silent.
 _SYNC_CONTROLS = frameworks.SYNC_CONTROLS
+_MAX_HOPS = 3  # calls that hand the model on, after the first, before its loop
 _PARALLEL_WORDS = re.compile(r"ddp|fsdp|distributed|parallel", re.IGNORECASE)
 # `accumulate` is a sync control only as Accelerate's `accelerator.accumulate(model)`: a variable
 # called `accumulate` holds a step count (YOLO), and `coco_eval.accumulate()` sums metrics.
@@ -274,33 +275,56 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     resolver = facts.analysed.resolver
     for sf in facts.scopes:
         for site in sf.scope.calls:
-            arguments = [*site.call.args, *(kw.value for kw in site.call.keywords)]
-            for value in sorted({name for a in arguments if (name := dotted(a)) is not None and name in models}):
+            for value in sorted({name for a in _arguments(site.call) if (name := dotted(a)) is not None and name in models}):
                 wrapping = _wrapping_in_sight(value, sf.scope, facts)
                 if wrapping is None:
                     continue
                 for handoff in handoffs(site, value, resolver):
-                    module = handoff.callee.module
-                    if _sync_managed_in(module, facts):
-                        continue
-                    for reader in handoff.readers:
-                        events, windows = module.windows_handed(reader, handoff.classes)
-                        for window in windows:
-                            if not _read_every_micro_step(handoff.name, reader, window):
-                                continue
-                            backward = _backward_every_micro_step(window, events, facts)
-                            if backward is None or backward.call is None or id(backward.call) in reported:
-                                continue
-                            reported.add(id(backward.call))
-                            yield _handed_finding(facts, site, value, wrapping, handoff, reader, backward)
+                    for final, reader, backward in _loops_reached(handoff, facts):
+                        assert backward.call is not None
+                        if id(backward.call) in reported:
+                            continue
+                        reported.add(id(backward.call))
+                        via = handoff.readers[0].name if final is not handoff else None
+                        yield _handed_finding(facts, site, value, wrapping, final, reader, backward, via)
+
+
+def _arguments(call: ast.Call) -> list[ast.expr]:
+    return [*call.args, *(kw.value for kw in call.keywords)]
+
+
+def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iterator[tuple[Handoff, Scope, Event]]:
+    """The accumulating loops that run the handed model every micro-step: in a function it is
+    handed to, or, where that function has none, further down the calls that hand it on (a
+    runner's `train_epoch(model)` handing it to `_train_inner_loop(model)`)."""
+    module = handoff.callee.module
+    if _sync_managed_in(module, facts):
+        return
+    for reader in handoff.readers:
+        events, windows = module.windows_handed(reader, handoff.classes)
+        found = False
+        for window in windows:
+            if not _read_every_micro_step(handoff.name, reader, window):
+                continue
+            backward = _backward_every_micro_step(window, events, facts)
+            if backward is not None and backward.call is not None:
+                found = True
+                yield handoff, reader, backward
+        if found or depth >= _MAX_HOPS:
+            continue
+        for site in reader.calls:
+            if any(dotted(argument) == handoff.name for argument in _arguments(site.call)):
+                for onward in handoffs(site, handoff.name, module.resolver):
+                    yield from _loops_reached(onward, facts, depth + 1)
 
 
 def _handed_finding(
-    facts: ModuleFacts, site: CallSite, value: str, wrapping: Definition, handoff: Handoff, reader: Scope, backward: Event
+    facts: ModuleFacts, site: CallSite, value: str, wrapping: Definition, handoff: Handoff, reader: Scope,
+    backward: Event, via: Optional[str],
 ) -> Violation:
     line = wrapping.stmt.node.lineno if hasattr(wrapping.stmt.node, "lineno") else "?"
     head = f"the DistributedDataParallel/FSDP model `{value}` (wrapped at line {line})"
-    function = f"`{reader.name}()`"
+    function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     assert backward.call is not None
     if handoff.callee.module is facts.analysed:
         call_line = getattr(site.stmt.node, "lineno", "?")
