@@ -8,6 +8,7 @@ import ast
 import re
 
 from accumlint.analysis import ModuleFacts
+from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
@@ -97,7 +98,7 @@ def _runs_the_model(model: str, inside: list[Stmt], scope: Scope, facts: ModuleF
     return False
 
 
-def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
+def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Violation]:
     """`with model.no_sync(): loss.backward()` with the forward outside: DDP read the flag in forward."""
     for header in sf.scope.stmts:
         node = header.node
@@ -121,7 +122,7 @@ def _backward_only_no_sync(facts: ModuleFacts, sf) -> Iterator[Violation]:
                 )
 
 
-def _flag_after_forward(sf) -> Iterator[Violation]:
+def _flag_after_forward(sf: ScopeFacts) -> Iterator[Violation]:
     """`model.require_backward_grad_sync = last` set after the micro-step's forward: DDP reads
     the flag in the forward, so each micro-step follows the setting of the one before."""
     flag = "." + ddp.SYNC_FLAG
