@@ -111,15 +111,14 @@ class _Analysis:
     ) -> None:
         self.src = SourceText(text)
         self.imports = imports
-        self.path, self.index = _project_of(filename) if imports is None else (None, None)
-        known = self.index.parsed(self.path, text) if self.index is not None and self.path is not None else None
+        path, index = _project_of(filename)
+        known = index.parsed(path, text) if index is not None and path is not None and imports is None else None
         self.module = known.tree if known is not None else parse(text, filename)
         self.located: list[_Located] = []
         self.dependencies: dict[str, str] = {}
         self.withheld: list[tuple[int, str, str]] = []
         if not _might_have_findings(text):
             return
-        path, index = (self.path, self.index) if imports is None else _project_of(filename)
         facts = analyse(self.module, self.src, path, index, imports=imports)
         self.dependencies = facts.analysed.dependencies()
         seen: set[tuple[str, str, int, int]] = set()

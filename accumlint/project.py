@@ -115,11 +115,15 @@ class ProjectIndex:
         known = self._modules.get(self.resolved(path))
         return known[1] if known is not None else self.module(path)
 
-    def parsed(self, path: Path, text: str) -> Optional[LocalModule]:
-        """The module as already read for another file's calls, when it holds exactly `text`
-        (a checked file that an earlier file imports need not be parsed twice); never reads."""
+    def read_already(self, path: Path) -> Optional[LocalModule]:
+        """The module as already read for another file's calls; never reads."""
         known = self._modules.get(self.resolved(path))
-        module = known[1] if known is not None else None
+        return known[1] if known is not None else None
+
+    def parsed(self, path: Path, text: str) -> Optional[LocalModule]:
+        """The module as already read, when it holds exactly `text` (a checked file that an
+        earlier file imports need not be parsed twice); never reads."""
+        module = self.read_already(path)
         return module if module is not None and module.text == text else None
 
     def module(self, path: Path) -> Optional[LocalModule]:

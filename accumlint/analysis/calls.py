@@ -61,29 +61,26 @@ class AnalysedModule:
     def windows_of(self, scope: Scope) -> tuple[list[Event], list[Window]]:
         """A function's events and accumulation windows, worked out on first use (a caller in
         another module asks what the function it hands a model to does with it)."""
-        from accumlint.analysis.events import scope_events
-        from accumlint.analysis.windows import find_windows
-
         known = self._windows.get(id(scope))
         if known is None:
-            events = scope_events(scope, self.direct, self.resolver)
-            windows = find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
-            known = self._windows[id(scope)] = (events, windows)
+            known = self._windows[id(scope)] = self._read_windows(scope)
         return known
 
     def windows_handed(self, scope: Scope, classes: dict[str, str]) -> tuple[list[Event], list[Window]]:
         """`windows_of` as one caller runs the function: its parameters named in `classes` hold
         instances of those project classes (`train_one_epoch(..., loss_scaler)` with
         `loss_scaler = NativeScaler()` in another module's `main()`). Not remembered."""
-        from accumlint.analysis.events import scope_events
-        from accumlint.analysis.windows import find_windows
-
         if not classes:
             return self.windows_of(scope)
         with self.resolver.handed(scope, classes):
-            events = scope_events(scope, self.direct, self.resolver)
-            windows = find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
-        return events, windows
+            return self._read_windows(scope)
+
+    def _read_windows(self, scope: Scope) -> tuple[list[Event], list[Window]]:
+        from accumlint.analysis.events import scope_events
+        from accumlint.analysis.windows import find_windows
+
+        events = scope_events(scope, self.direct, self.resolver)
+        return events, find_windows(scope, events, self.resolver.gate_of, self.resolver.imported_constant)
 
     def dependencies(self) -> dict[str, str]:
         """Every project module whose text the facts of this one rest on (following the modules
@@ -121,6 +118,14 @@ def analysed(index: ProjectIndex, path: Path) -> Optional[AnalysedModule]:
     return known[1]
 
 
+def analysed_as_read(index: ProjectIndex, path: Path, tree: ast.Module) -> Optional[AnalysedModule]:
+    """The analysis of a module the index already read and analysed for another file's calls,
+    when `tree` is the tree it was read into (so the text is the same); never reads."""
+    local = index.read_already(path)
+    known = _ANALYSED.get(id(local)) if local is not None and local.tree is tree else None
+    return known[1] if known is not None and known[0] is local else None
+
+
 class _Bind(ast.NodeTransformer):
     """Put the call's arguments where the helper reads its parameters."""
 
@@ -134,16 +139,31 @@ class _Bind(ast.NodeTransformer):
         return node
 
 
+def bound_arguments(call: ast.Call, callee: Callee) -> Optional[dict[str, ast.expr]]:
+    """What the call passes for each parameter of `callee` (None when it unpacks `*args`, whose
+    positions cannot be read). A method's `self`/`cls` is no argument: the call is bound, or a
+    constructor."""
+    params = list(callee.scope.params)
+    if callee.scope.class_node is not None and params[:1] in (["self"], ["cls"]):
+        params = params[1:]
+    bound: dict[str, ast.expr] = {}
+    for position, argument in enumerate(call.args):
+        if isinstance(argument, ast.Starred):
+            return None
+        if position < len(params):
+            bound[params[position]] = argument
+    for keyword in call.keywords:
+        if keyword.arg is not None and keyword.arg in callee.scope.params:
+            bound[keyword.arg] = keyword.value
+    return bound
+
+
 def bind_arguments(call: ast.Call, callee: Callee, expr: ast.expr) -> Optional[ast.expr]:
     """`expr`, read in the callee, with the callee's parameters replaced by what the call passes
     (a copy; None when the call unpacks `*args`)."""
-    if any(isinstance(arg, ast.Starred) for arg in call.args):
+    bound = bound_arguments(call, callee)
+    if bound is None:
         return None
-    params = list(callee.scope.params)
-    if params and params[0] in {"self", "cls"} and isinstance(call.func, ast.Attribute):
-        params = params[1:]
-    bound: dict[str, ast.expr] = dict(zip(params, call.args))
-    bound.update({kw.arg: kw.value for kw in call.keywords if kw.arg is not None})
     return _Bind(bound, set(callee.scope.params)).visit(copy.deepcopy(expr))
 
 

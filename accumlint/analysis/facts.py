@@ -105,12 +105,10 @@ def analyse(
     """The facts of one checked module; with a path and a project index, calls into the
     project's other modules are followed too."""
     forget_module_caches()
-    local = index.parsed(path, source.text) if index is not None and path is not None and imports is None else None
-    known = calls.analysed(index, local.path) if index is not None and local is not None and local.tree is module else None
-    if known is not None and known.collected.module is module:
-        analysed = known  # read already as a module another checked file calls into
-    else:
-        analysed = AnalysedModule(collect(module, imports), path, index, source)
+    # A module another checked file called into was read and analysed already: its tree is this
+    # one when the engine found the same text (see ProjectIndex.parsed).
+    known = calls.analysed_as_read(index, path, module) if index is not None and path is not None and imports is None else None
+    analysed = known if known is not None else AnalysedModule(collect(module, imports), path, index, source)
     collected = analysed.collected
     begin_analysis(collected)
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)

@@ -10,7 +10,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional
 
-from accumlint.analysis.calls import Callee, Resolver
+from accumlint.analysis.calls import Callee, Resolver, bound_arguments
 from accumlint.analysis.collect import CallSite, Scope
 from accumlint.analysis.exprs import dotted
 
@@ -23,24 +23,6 @@ class Handoff:
     # parameters of the function called that the call fills with instances of project classes,
     # by the name the function's module gives each class (`loss_scaler` -> NativeScaler)
     classes: dict[str, str] = field(default_factory=dict)
-
-
-def _bindings(call: ast.Call, callee: Callee) -> Optional[dict[str, ast.expr]]:
-    """What the call passes for each parameter of `callee` (None after a `*args`, whose
-    positions cannot be read)."""
-    params = list(callee.scope.params)
-    if callee.scope.class_node is not None and params[:1] in (["self"], ["cls"]):
-        params = params[1:]  # a bound method or a constructor: the instance is not an argument
-    bound: dict[str, ast.expr] = {}
-    for position, argument in enumerate(call.args):
-        if isinstance(argument, ast.Starred):
-            return None
-        if position < len(params):
-            bound[params[position]] = argument
-    for keyword in call.keywords:
-        if keyword.arg is not None and keyword.arg in callee.scope.params:
-            bound[keyword.arg] = keyword.value
-    return bound
 
 
 def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
@@ -73,7 +55,7 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
     scope = site.stmt.scope
     callee = resolver.resolve(site.call, scope)
     if callee is not None:
-        bound = _bindings(site.call, callee)
+        bound = bound_arguments(site.call, callee)
         name = _parameter(bound, value) if bound is not None else None
         if bound is None or name is None:
             return []
@@ -81,7 +63,7 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
     init = resolver.constructor(site.call, scope)
     if init is None or init.scope.class_node is None:
         return []
-    bound = _bindings(site.call, init)
+    bound = bound_arguments(site.call, init)
     param = _parameter(bound, value) if bound is not None else None
     if param is None:
         return []

@@ -323,7 +323,7 @@ def _handed_finding(
     facts: ModuleFacts, site: CallSite, value: str, wrapping: Definition, handoff: Handoff, reader: Scope,
     backward: Event, via: Optional[str],
 ) -> Violation:
-    line = wrapping.stmt.node.lineno if hasattr(wrapping.stmt.node, "lineno") else "?"
+    line = getattr(wrapping.stmt.node, "lineno", "?")
     head = f"the DistributedDataParallel/FSDP model `{value}` (wrapped at line {line})"
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     assert backward.call is not None
@@ -350,7 +350,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
         yield from _flag_after_forward(sf)
-    if _manages_sync(facts.collected):
+    if _sync_managed_in(facts.analysed, facts):
         return
     reported: set[int] = set()
     yield from _in_the_loop(facts, reported)
