@@ -83,6 +83,58 @@ def outlives(scope: Scope, name: str, loop: Loop) -> bool:
     return next(resets(scope, name, loop), None) is None
 
 
+_TAKING = frozenset({"pop", "popleft", "popitem"})
+
+
+def consumed(scope: Scope, name: str, scopes: list[Scope]) -> bool:
+    """Something takes items back out of `name` (`queue.pop(0)`, `chunks[i].pop()`), here or in a
+    function nested in this one that shares the name: a queue whose items are handed on, not a
+    store that grows."""
+    readers = [scope] + [s for s in scopes if s.parent is scope and name not in s.defs]
+    for reader in readers:
+        for site in reader.calls:
+            receiver, method = method_of(site.call)
+            while isinstance(receiver, ast.Subscript):
+                receiver = receiver.value
+            if method in _TAKING and receiver is not None and dotted(receiver) == name:
+                return True
+    return False
+
+
+def lives_one_window(scope: Scope, name: str, loop: Loop, steps: list[Stmt]) -> bool:
+    """The loop is one accumulation window (its backward inside, the optimizer step after it and
+    none in it: `for micro in range(k): ...; total += loss` then `opt.step()`), and `name` is a
+    local started anew before each run of it, in the enclosing loop or on each call of the
+    function: it lives one window and cannot grow."""
+    if "." in name or loop.implicit or any(loop.contains(step) for step in steps):
+        return False
+    parent = loop.parent
+    if not any(step.order > loop.last_order and (parent is None or parent.contains(step)) for step in steps):
+        return False
+    starts = [stmt for stmt in resets(scope, name, parent) if stmt.order < loop.first_order and not loop.contains(stmt)]
+    if parent is not None:
+        return any(parent.contains(stmt) for stmt in starts)
+    return bool(starts) and not _escapes(scope, name)
+
+
+def _escapes(scope: Scope, name: str) -> bool:
+    """The function hands `name` on: returns or yields it, binds another name or attribute to it,
+    or declares it global."""
+    for stmt in scope.stmts:
+        node = stmt.node
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+        if isinstance(node, ast.Return) and node.value is not None and name in names_in(node.value):
+            return True
+        if isinstance(node, ast.Expr) and isinstance(node.value, (ast.Yield, ast.YieldFrom)):
+            if node.value.value is not None and name in names_in(node.value.value):
+                return True
+    return any(
+        d.kind == "assign" and d.value is not None and dotted(d.value) == name
+        for definitions in scope.defs.values() for d in definitions
+    )
+
+
 def class_methods(facts: ModuleFacts, scope: Scope) -> list[Scope]:
     """The methods of the class `scope` is a method of (this module's definition of it)."""
     if scope.class_node is None:

@@ -394,6 +394,7 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
     stepping = {id(loop): [e for e in sf.events if e.kind == BACKWARD and e.helper and loop.contains(e.stmt)]
                 for loop in scope.loops if id(loop) not in training}
     stepping = {key: events for key, events in stepping.items() if events}
+    steps = [e.stmt for e in sf.events if e.kind == STEP]
     for loop in scope.loops:
         if id(loop) not in training and id(loop) not in stepping:
             continue
@@ -413,6 +414,8 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             if loop.implicit and lifetimes.own_attribute(name):
                 continue  # a `self` attribute across hook calls: reported by the attribute pass
             if name in backward_names or not lifetimes.outlives(scope, name, loop):
+                continue
+            if lifetimes.lives_one_window(scope, name, loop, steps) or lifetimes.consumed(scope, name, facts.collected.scopes):
                 continue
             if not (_derived_names(scope, value, stmt) & loop_graph) or not facts.flow.carries_graph(value, stmt):
                 continue
