@@ -378,6 +378,17 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 step.call or step.stmt.node,
             )
             continue
+        gate = _accumulation_gate(sf.scope, loop, names)
+        if gate is not None:
+            yield Violation(
+                CODE,
+                f"`{step_text}` runs on every micro-step, outside `if {src.segment(gate.test)}:` "
+                f"(line {gate.lineno}), the block that tests the accumulation steps `{k}`: no gradients "
+                f"accumulate{_schedule_note(sf, loop)}; move the step, with the zeroing and the "
+                f"scheduler step, into that block",
+                step.call or step.stmt.node,
+            )
+            continue
         sized = _sized_in_windows(facts, names)
         if sized is not None:
             yield Violation(
@@ -388,6 +399,20 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 f"divide the loss by `{k}`",
                 step.call or step.stmt.node,
             )
+
+
+def _accumulation_gate(scope: Scope, loop: Loop, names: set[str]) -> Optional[ast.If]:
+    """An `if` in the loop that tests the micro-step counter against the accumulation steps
+    (`if actual_step % gradient_accumulation_steps == 0:`) while the step runs outside it: the code
+    marks its windows and holds only the clipping or logging in them."""
+    for stmt in scope.stmts:
+        node = stmt.node
+        if not isinstance(node, ast.If) or not loop.contains(stmt) or stmt.loop is not loop:
+            continue
+        for part in ast.walk(node.test):
+            if isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) and names_in(part.right) & names:
+                return node
+    return None
 
 
 def _mode_switch(loop: Loop, names: set[str]) -> bool:
