@@ -124,3 +124,31 @@ def test_a_queue_popped_in_a_nested_function_is_clean():
 def test_a_list_nothing_takes_from_is_still_reported():
     source = QUEUE.format(take="waiting[0]")
     assert _found(source) == [("ACC002", _row(source, "waiting.append(out * 2)"))]
+
+
+PER_HEAD = """
+import torch
+
+
+def train(heads, optimizers, loader, features):
+    {run_start}
+    for inputs, target in loader:
+        {batch_start}
+        output = features(inputs)
+        for head, optimizer in zip(heads, optimizers):
+            loss = torch.nn.functional.cross_entropy(head(output), target)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            losses.append(loss)
+        print([l.item() for l in losses])
+"""
+
+
+def test_a_list_started_anew_for_each_batch_in_a_loop_over_heads_is_clean():
+    assert _found(PER_HEAD.format(run_start="", batch_start="losses = []")) == []
+
+
+def test_the_same_list_kept_across_batches_is_reported():
+    source = PER_HEAD.format(run_start="losses = []", batch_start="")
+    assert _found(source) == [("ACC002", _row(source, "losses.append(loss)"))]

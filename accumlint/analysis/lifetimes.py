@@ -117,6 +117,19 @@ def lives_one_window(scope: Scope, name: str, loop: Loop, steps: list[Stmt]) -> 
     return bool(starts) and not _escapes(scope, name)
 
 
+def lives_one_batch(scope: Scope, name: str, loop: Loop, facts: ModuleFacts) -> bool:
+    """The loop runs inside a loop over the data and walks something else (the heads, the
+    classifiers each with its optimizer), and `name` starts anew in the data loop before it
+    (`losses = []` per batch): it keeps one batch's values, not the run's."""
+    parent = loop.parent
+    if parent is None or "." in name or not over_data(parent, facts) or over_data(loop, facts):
+        return False
+    return any(
+        parent.contains(stmt) and not loop.contains(stmt) and stmt.order < loop.first_order
+        for stmt in resets(scope, name, parent)
+    )
+
+
 def _escapes(scope: Scope, name: str) -> bool:
     """The function hands `name` on: returns or yields it, binds another name or attribute to it,
     or declares it global."""

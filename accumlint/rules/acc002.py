@@ -10,7 +10,8 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
-from accumlint.analysis.exprs import dotted, method_of, names_in, walk
+from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds, instance_method
 from accumlint.model import Fix, Origin, TextEdit, Violation
@@ -196,9 +197,43 @@ def _helper_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str
             yield store, value, site.stmt, f"`{callee.scope.name}()` keeps it in `{holder}`, line {line}{where}"
 
 
+_INTEGER_DTYPES = frozenset({
+    "int", "int8", "int16", "int32", "int64", "long", "short", "uint8", "bool", "int_",
+})
+
+
+def _built_as(name: str, stmt: Stmt) -> Optional[ast.Call]:
+    """The call that built `name` where `stmt` reads it (`losses = ExtraInfo()`,
+    `counts = torch.zeros(n, dtype=torch.long)`), if the definition in sight is one."""
+    base, _ = reaching(name, stmt.scope, stmt.order)
+    if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
+        return None
+    return base.value
+
+
+def _cannot_keep_a_graph(name: str, stmt: Stmt) -> bool:
+    """`counts.append(x)` on an object of a class (`ExtraInfo()`: what its `append` keeps is that
+    class's business, read by the meter pass when the class is the project's), and `counts += x` in
+    place on a tensor built with an integer or boolean dtype, which cannot require grad."""
+    built = _built_as(name, stmt)
+    if built is None:
+        return False
+    node = stmt.node
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        receiver, method = method_of(node.value)
+        built_by = last_part(dotted(built.func))
+        return receiver is not None and method in _COLLECTING and dotted(receiver) == name and built_by[:1].isupper()
+    if isinstance(node, ast.AugAssign) and dotted(node.target) == name:
+        for keyword in built.keywords:
+            if keyword.arg == "dtype" and last_part(dotted(keyword.value)) in _INTEGER_DTYPES:
+                return True
+    return False
+
+
 def _stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
     for name, value, stmt in _accumulations(scope, keep):
-        yield name, value, stmt, ""
+        if not _cannot_keep_a_graph(name, stmt):
+            yield name, value, stmt, ""
     yield from _meter_stores(facts, scope, keep)
     yield from _helper_stores(facts, scope, keep)
 
@@ -415,7 +450,9 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue  # a `self` attribute across hook calls: reported by the attribute pass
             if name in backward_names or not lifetimes.outlives(scope, name, loop):
                 continue
-            if lifetimes.lives_one_window(scope, name, loop, steps) or lifetimes.consumed(scope, name, facts.collected.scopes):
+            if lifetimes.lives_one_window(scope, name, loop, steps) or lifetimes.lives_one_batch(scope, name, loop, facts):
+                continue
+            if lifetimes.consumed(scope, name, facts.collected.scopes):
                 continue
             if not (_derived_names(scope, value, stmt) & loop_graph) or not facts.flow.carries_graph(value, stmt):
                 continue
