@@ -152,3 +152,29 @@ def test_a_list_started_anew_for_each_batch_in_a_loop_over_heads_is_clean():
 def test_the_same_list_kept_across_batches_is_reported():
     source = PER_HEAD.format(run_start="losses = []", batch_start="")
     assert _found(source) == [("ACC002", _row(source, "losses.append(loss)"))]
+
+
+PIPELINE = """
+import torch
+
+
+def train_step(model, loader, micro_batches, send, receive):
+    outputs = []
+    for _ in range(micro_batches):
+        batch = next(loader)
+        output = model(batch)
+        send(output)
+        outputs.append(output)
+    for i in range(micro_batches):
+        output = {take}
+        model.backward(output, receive())
+"""
+
+
+def test_forward_passes_queued_for_the_backward_passes_that_follow_are_clean():
+    assert _found(PIPELINE.format(take="outputs.pop(0)")) == []
+
+
+def test_forward_outputs_kept_and_never_taken_out_are_reported():
+    source = PIPELINE.format(take="outputs[i]")
+    assert _found(source) == [("ACC002", _row(source, "outputs.append(output)"))]

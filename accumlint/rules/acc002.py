@@ -510,6 +510,8 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
                 continue
             if _handed_out(facts, scope, name):
                 continue  # handed to the caller, who may backward it or run this under no_grad
+            if lifetimes.consumed(scope, name, facts.collected.scopes):
+                continue  # a pipeline's forward queue, popped by the backward passes that follow
             kept.append((name, value, stmt, via))
         if not kept:
             continue

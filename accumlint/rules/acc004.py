@@ -32,7 +32,14 @@ def _region(clip: Event, events: list[Event]) -> Optional[Callable[[Stmt], bool]
     ]
     if not backwards:
         return None
-    start = backwards[-1].order
+    # `if amp: scaler.scale(loss).backward(); scaler.unscale_(opt) else: loss.backward()`: the
+    # region starts at the first of the last backward passes that exclude one another.
+    last = [backwards[-1]]
+    for event in reversed(backwards[:-1]):
+        if any(event.stmt.compatible(other.stmt) for other in last):
+            break
+        last.append(event)
+    start = min(event.order for event in last)
     return lambda stmt: stmt.order >= start
 
 
