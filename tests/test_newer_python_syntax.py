@@ -23,6 +23,8 @@ NEWER = {
     "generic function": "def first[T](items: list[T]) -> T:\n    return items[0]\n",
     "generic class": "class Box[T]:\n    value: T\n",
     "async generic": "async def fetch[T](x: T) -> T:\n    return x\n",
+    "f-string quote": 'path = f"{root / "checkpoints"}"\n',
+    "f-string quote, spec": "label = f'{names['first']!r:>10}'\n",
 }
 
 
@@ -67,7 +69,10 @@ def test_json_entry_keeps_the_position(project, invoke):
 
 @pytest.mark.parametrize(
     "line",
-    ["type = 5 +", "typed X = 1", "def f(x)[0]:", "klass Box[T]:", "x = type[int]"],
+    [
+        "type = 5 +", "typed X = 1", "def f(x)[0]:", "klass Box[T]:", "x = type[int]",
+        'x = f"{d["key"}"', 'x = f"{1 + }" + "a"', 'x = "{" + f"{a}" + "}"',
+    ],
 )
 def test_lines_that_only_look_alike_are_not_newer_syntax(line):
     assert newer_syntax(line + "\n", 1) is None
