@@ -130,7 +130,8 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
         target = positional(call, 0)
         return Event(UNSCALE, site.stmt, call, name, scaler=name,
                      optimizer=dotted(target) if target is not None else None)
-    if method == "update" and role == R.SCALER:
+    if method == "update" and role == R.SCALER and not call.args and not call.keywords:
+        # `scaler.update(new_scale)` sets the scale by hand: no inf checks are read, nothing raises
         return Event(UPDATE, site.stmt, call, name, scaler=name)
     return None
 

@@ -99,7 +99,39 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
-        return not self._gated_once_per_window(stmt)
+        return not self._gated_once_per_window(stmt) and not self._flag_gated(stmt) and not self._periodic(stmt)
+
+    def _periodic(self, stmt: Stmt) -> bool:
+        """In the block of another `% n` test (`if batch_idx % 100 == 0:`): runs every `n`
+        micro-steps, not every one."""
+        inside = False
+        for node, branch in stmt.path:
+            inside = inside or node is self.micro_loop.node
+            if inside and isinstance(node, ast.If) and branch == "body":
+                if any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) for part in ast.walk(node.test)):
+                    return True
+        return False
+
+    def _flag_gated(self, stmt: Stmt) -> bool:
+        """Under `if should_start_update:`, a flag the loop itself sets to True or False (cleared
+        once the block has run, set again at the step): how often the block runs is the loop's
+        bookkeeping, not shown to be every micro-step."""
+        scope = self.micro_loop.scope
+        for node, _ in stmt.path:
+            if not isinstance(node, ast.If):
+                continue
+            test = node.test.operand if isinstance(node.test, ast.UnaryOp) and isinstance(node.test.op, ast.Not) else node.test
+            name = dotted(test)
+            if name is None:
+                continue
+            for definition in scope.definitions(name):
+                value = definition.value
+                if (
+                    definition.kind == "assign" and isinstance(value, ast.Constant) and isinstance(value.value, bool)
+                    and self.micro_loop.contains(definition.stmt)
+                ):
+                    return True
+        return False
 
     def _gated_once_per_window(self, stmt: Stmt) -> bool:
         """Inside another `if` on the same `% k` boundary (`if i % k == 0: zero_grad()` at the
