@@ -169,7 +169,8 @@ def test_lightning_automatic_loss_kept_on_self_is_reported():
     """) == {("ACC002", 5)}
 
 
-def test_fsdp_accumulating_without_sync_control_is_reported():
+def test_fsdp_accumulating_without_sync_control_is_not_acc009():
+    # no_sync() under FSDP keeps whole unsharded gradients on every rank: skipping it saves memory
     assert codes("""
         from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
         model = FSDP(net)
@@ -179,7 +180,7 @@ def test_fsdp_accumulating_without_sync_control_is_reported():
             if (i + 1) % accum_steps == 0 or i + 1 == len(loader):
                 optimizer.step()
                 optimizer.zero_grad()
-    """) == {("ACC009", 6)}
+    """) == set()
 
 
 def test_fsdp2_with_requires_gradient_sync_is_clean():

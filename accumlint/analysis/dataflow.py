@@ -45,6 +45,16 @@ _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_gr
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
 _NUMBER_BUILTINS = {"max", "min", "abs", "round", "pow"}
 _NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistics"}
+# Classes that build a framework's objects (an accelerator, a scaler, an optimizer, a loader): neither
+# they nor their attributes (`accelerator.num_processes`) hold a graph, whatever they are given.
+_FRAMEWORK_OBJECT_MODULES = (
+    "accelerate.", "lightning.", "lightning_fabric.", "pytorch_lightning.", "torch.optim.",
+    "torch.utils.data.", "torch.cuda.amp.", "torch.amp.", "deepspeed.",
+)
+# Methods that hand objects back wrapped for a framework (`accelerator.prepare`, `deepspeed.initialize`,
+# `fabric.setup`): models and optimizers, not outputs.
+_PREPARING_METHODS = frozenset({"prepare", "prepare_model", "initialize", "setup", "setup_module", "setup_optimizers"})
+_NUMBER_CASTS = frozenset({"float", "int", "bool", "len", "str"})
 _WRAPPERS = {"Variable", "deepcopy", "copy"}  # what they return carries the graph of what they are given
 
 
@@ -721,6 +731,8 @@ class DataFlow:
             return False
         if full and self._numeric_module(full):
             return False
+        if self._canonical(full).startswith(_FRAMEWORK_OBJECT_MODULES):
+            return False  # `Accelerator(...)`, `GradScaler()`, `DataLoader(...)`: an object, not a tensor
         if last in _WRAPPERS or (last[:1].isupper() and not last.isupper()):
             # `Variable(x.data)`, `copy.deepcopy(m)`, a class built from values: what it is given
             values = [*call.args, *(kw.value for kw in call.keywords)]
@@ -834,7 +846,18 @@ class DataFlow:
             for name in _read_outside_detach(definition.value):
                 base, _ = reaching(name, definition.stmt.scope, definition.stmt.order, definition.stmt)
                 if base is not None and base.kind in {"assign", "unpack"} and self._opaque_call(base.value, base.stmt):
-                    pending.append(base)
+                    if not self._builds_framework_object(base.value):
+                        pending.append(base)
+
+    def _builds_framework_object(self, value: Optional[ast.expr]) -> bool:
+        """`accelerator = Accelerator(...)`, `model, opt = accelerator.prepare(model, opt)`: the
+        objects a loss is computed with, not outputs on the way to it."""
+        if not isinstance(value, ast.Call):
+            return False
+        _, method = method_of(value)
+        if method in _PREPARING_METHODS:
+            return True
+        return self._canonical(dotted(value.func) or "").startswith(_FRAMEWORK_OBJECT_MODULES)
 
     def _opaque_call(self, value: Optional[ast.expr], at: Stmt) -> bool:
         """A call whose result the analysis cannot compute from what it is given: a function or an
@@ -1118,6 +1141,8 @@ def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: 
             _, method = method_of(node)
             if method in _NO_GRAPH_METHODS:
                 continue
+            if isinstance(node.func, ast.Name) and node.func.id in _NUMBER_CASTS and node.func.id not in flow.collected.imports:
+                continue  # `float(mean_diff)`: a Python number
             if flow._canonical(dotted(node.func) or "") == "torch.autograd.grad" and not is_true(keyword(node, "create_graph")):
                 continue  # gradients taken without create_graph carry no graph
         if name is not None:

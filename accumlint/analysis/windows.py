@@ -375,6 +375,10 @@ def k_aliases(k: ast.expr, scope: Scope) -> set[str]:
     object was built with (`acc = Accelerator(gradient_accumulation_steps=n)`: `acc.gradient_accumulation_steps`
     is `n`)."""
     name = dotted(k)
+    if name is None and isinstance(k, ast.Subscript) and isinstance(k.slice, ast.Constant):
+        # `model.hyperparams["subdivisions"]`: the mapping that holds k, not every prefix of it
+        # (`model` itself would make any loss computed by the model read as divided by k)
+        name = dotted(k.value)
     names = {name} if name else set(names_in(k))
     scopes = scope.sight()
     for _ in range(3):

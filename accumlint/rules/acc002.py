@@ -113,7 +113,7 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
         return memo[id(method)]
     kept: dict[str, str] = {}
     params = [p for p in method.params[1:]]
-    for holder, value, stmt in _accumulations(method, lambda s: True):
+    for holder, value, stmt in _accumulations(method, lambda s: not s.no_grad):
         if not lifetimes.own_attribute(holder) or next(lifetimes.resets(method, holder), None) is not None:
             continue
         for param in params:
@@ -160,7 +160,8 @@ def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str,
         return memo[id(function)]
     kept: list[tuple[str, str, Stmt]] = []
     params = list(function.params)
-    for holder, value, stmt in _accumulations(function, lambda s: True):
+    # what it stores under `torch.no_grad()` carries no graph, whatever it was handed
+    for holder, value, stmt in _accumulations(function, lambda s: not s.no_grad):
         if holder not in params or next(lifetimes.resets(function, holder), None) is not None:
             continue
         for param in params:

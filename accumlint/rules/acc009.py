@@ -246,6 +246,23 @@ def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
     ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
 
 
+def _helper_controls_sync(scope: Scope, window: Window, facts: ModuleFacts) -> bool:
+    """The micro-step calls a project function that switches sync itself (EDM's
+    `with misc.ddp_sync(ddp, last_round):`, whose body enters `module.no_sync()`)."""
+    for site in scope.calls:
+        if not window.micro_loop.contains(site.stmt):
+            continue
+        callee = facts.analysed.resolver.resolve(site.call, scope)
+        if callee is None:
+            continue
+        body = callee.scope
+        if any(_sync_control_call(inner.call) for inner in body.calls):
+            return True
+        if any(o.name.rsplit(".", 1)[-1] in _SYNC_CONTROLS - _CALL_ONLY_CONTROLS for o in body.occurrences):
+            return True
+    return False
+
+
 def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight of the loop that accumulates with it."""
     models = _ddp_models(facts)
@@ -260,10 +277,12 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             backward = _backward_every_micro_step(window, sf.events, facts) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
+            if _helper_controls_sync(sf.scope, window, facts):
+                continue
             reported.add(id(backward.call))
             yield Violation(
                 CODE,
-                "the DistributedDataParallel/FSDP model reduces gradients across ranks on every "
+                "the DistributedDataParallel model reduces gradients across ranks on every "
                 f"micro-step: {_advice(facts, used[0])}",
                 backward.call,
             )
@@ -324,7 +343,7 @@ def _handed_finding(
     backward: Event, via: Optional[str],
 ) -> Violation:
     line = getattr(wrapping.stmt.node, "lineno", "?")
-    head = f"the DistributedDataParallel/FSDP model `{value}` (wrapped at line {line})"
+    head = f"the DistributedDataParallel model `{value}` (wrapped at line {line})"
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     assert backward.call is not None
     if handoff.callee.module is facts.analysed:
