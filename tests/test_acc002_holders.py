@@ -5,9 +5,8 @@ project's classes). A tensor built with an integer or boolean dtype cannot requi
 
 from __future__ import annotations
 
-import textwrap
 
-from accumlint import engine
+from snippets import findings, row
 
 LOOP = """
 import torch
@@ -26,31 +25,23 @@ def train(model, loader, optimizer, n):
 """
 
 
-def _found(source: str) -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), "train.py")
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
-
-
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 def test_an_object_of_a_class_decides_what_its_append_keeps():
     source = LOOP.format(start="kept = ExtraInfo()", store='kept.append(output["extra"])')
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_plain_list_keeps_what_it_is_given():
     source = LOOP.format(start="kept = []", store='kept.append(output["extra"])')
-    assert _found(source) == [("ACC002", _row(source, "kept.append("))]
+    assert findings(source) == [("ACC002", row(source, "kept.append("))]
 
 
 def test_an_integer_tensor_keeps_no_graph():
     source = LOOP.format(start="kept = torch.zeros(n, dtype=torch.int64)", store='kept += output["counts"]')
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_float_tensor_keeps_the_graph():
     source = LOOP.format(start="kept = torch.zeros(n, dtype=torch.float32)", store='kept += output["counts"]')
-    assert _found(source) == [("ACC002", _row(source, "kept +="))]
+    assert findings(source) == [("ACC002", row(source, "kept +="))]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
+from snippets import findings, row
 
 SCRIPT = """
 import torch
@@ -70,34 +70,26 @@ def schedule(model, batches, optimizer):
 """
 
 
-def _found(source: str, path: str = "train.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
-
-
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 def test_a_total_started_anew_before_each_window_is_clean():
     source = SCRIPT.format(outer_start="", inner_start="total = torch.zeros([])")
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_total_started_once_before_all_windows_is_reported():
     source = SCRIPT.format(outer_start="total = torch.zeros([])", inner_start="")
-    assert _found(source) == [("ACC002", _row(source, "total += loss"))]
+    assert findings(source) == [("ACC002", row(source, "total += loss"))]
 
 
 def test_a_total_local_to_a_step_method_that_runs_one_window_is_clean():
     source = TRAINER.format(start="total = torch.zeros([])", store="total += loss", after="self.last = total.item()")
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_total_kept_on_the_object_across_calls_is_still_reported():
     source = TRAINER.format(start="", store="self.history.append(loss)", after="")
-    assert ("ACC002", _row(source, "self.history.append(loss)")) in _found(source)
+    assert ("ACC002", row(source, "self.history.append(loss)")) in findings(source)
 
 
 def test_a_window_function_in_another_module_is_clean(tmp_path: Path, monkeypatch):
@@ -114,16 +106,16 @@ def test_a_window_function_in_another_module_is_clean(tmp_path: Path, monkeypatc
     (tmp_path / "main.py").write_text(textwrap.dedent(main).lstrip())
     monkeypatch.chdir(tmp_path)
     for name in ("steps.py", "main.py"):
-        assert _found((tmp_path / name).read_text(), name) == []
+        assert findings((tmp_path / name).read_text(), name) == []
 
 
 def test_a_queue_popped_in_a_nested_function_is_clean():
-    assert _found(QUEUE.format(take="waiting.pop(0)")) == []
+    assert findings(QUEUE.format(take="waiting.pop(0)")) == []
 
 
 def test_a_list_nothing_takes_from_is_still_reported():
     source = QUEUE.format(take="waiting[0]")
-    assert _found(source) == [("ACC002", _row(source, "waiting.append(out * 2)"))]
+    assert findings(source) == [("ACC002", row(source, "waiting.append(out * 2)"))]
 
 
 PER_HEAD = """
@@ -146,12 +138,12 @@ def train(heads, optimizers, loader, features):
 
 
 def test_a_list_started_anew_for_each_batch_in_a_loop_over_heads_is_clean():
-    assert _found(PER_HEAD.format(run_start="", batch_start="losses = []")) == []
+    assert findings(PER_HEAD.format(run_start="", batch_start="losses = []")) == []
 
 
 def test_the_same_list_kept_across_batches_is_reported():
     source = PER_HEAD.format(run_start="losses = []", batch_start="")
-    assert _found(source) == [("ACC002", _row(source, "losses.append(loss)"))]
+    assert findings(source) == [("ACC002", row(source, "losses.append(loss)"))]
 
 
 PIPELINE = """
@@ -172,9 +164,9 @@ def train_step(model, loader, micro_batches, send, receive):
 
 
 def test_forward_passes_queued_for_the_backward_passes_that_follow_are_clean():
-    assert _found(PIPELINE.format(take="outputs.pop(0)")) == []
+    assert findings(PIPELINE.format(take="outputs.pop(0)")) == []
 
 
 def test_forward_outputs_kept_and_never_taken_out_are_reported():
     source = PIPELINE.format(take="outputs[i]")
-    assert _found(source) == [("ACC002", _row(source, "outputs.append(output)"))]
+    assert findings(source) == [("ACC002", row(source, "outputs.append(output)"))]

@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from accumlint import engine
+from snippets import findings, row
 
 STEP_BODY = """
     if amp:
@@ -70,22 +70,14 @@ def train(model, loader, optimizer, scaler, amp, clip):
 UNSCALE = "scaler.unscale_(optimizer)"
 
 
-def _found(source: str) -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), "train.py")
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
-
-
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 @pytest.mark.parametrize("shape", [FUNCTION, METHOD, LOOP, NESTED], ids=["function", "method", "loop", "nested"])
 def test_unscaled_in_the_scaled_branch_is_clean(shape):
-    assert _found(shape.format(unscale=UNSCALE)) == []
+    assert findings(shape.format(unscale=UNSCALE)) == []
 
 
 @pytest.mark.parametrize("shape", [FUNCTION, METHOD, LOOP, NESTED], ids=["function", "method", "loop", "nested"])
 def test_no_unscale_in_the_scaled_branch_is_reported(shape):
     source = shape.format(unscale="pass")
-    assert _found(source) == [("ACC004", _row(source, "clip_grad_norm_"))]
+    assert findings(source) == [("ACC004", row(source, "clip_grad_norm_"))]

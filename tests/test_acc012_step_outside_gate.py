@@ -9,6 +9,7 @@ import textwrap
 from pathlib import Path
 
 from accumlint import engine
+from snippets import findings, row
 
 SCRIPT = """
 import torch
@@ -50,14 +51,6 @@ class Trainer:
 """
 
 
-def _found(source: str, path: str = "train.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
-
-
-def _row(source: str, text: str) -> int:
-    return next(i for i, line in enumerate(textwrap.dedent(source).lstrip().splitlines(), 1) if text in line)
 
 
 def _script(modulus: str, inside: str = "pass", outside: str = "pass") -> str:
@@ -68,27 +61,27 @@ def test_a_step_outside_the_accumulation_block_is_reported_at_the_step():
     source = _script("grad_accum", outside=STEP.format(pad=" " * 12))
     result = engine.check_source(textwrap.dedent(source).lstrip(), "train.py")
     [finding] = result.findings
-    assert (finding.code, finding.location.row) == ("ACC012", _row(source, "optimizer.step()"))
+    assert (finding.code, finding.location.row) == ("ACC012", row(source, "optimizer.step()"))
     assert "outside `if step % grad_accum == 0:`" in finding.message
 
 
 def test_the_step_inside_the_accumulation_block_is_clean_of_acc012():
     source = _script("grad_accum", inside=STEP.format(pad=" " * 16))
-    assert all(code != "ACC012" for code, _ in _found(source))
+    assert all(code != "ACC012" for code, _ in findings(source))
 
 
 def test_a_block_on_a_logging_modulus_gives_no_such_evidence():
     source = _script("log_every", outside=STEP.format(pad=" " * 12))
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_no_block_at_all_gives_no_evidence():
     source = _script("1", outside=STEP.format(pad=" " * 12)).replace("            if step % 1 == 0:\n", "            if True:\n")
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_trainer_method_stepping_outside_its_block_is_reported():
-    assert _found(TRAINER) == [("ACC012", _row(TRAINER, "self.optimizer.step()"))]
+    assert findings(TRAINER) == [("ACC012", row(TRAINER, "self.optimizer.step()"))]
 
 
 def test_a_trainer_method_stepping_inside_its_block_is_clean():
@@ -96,7 +89,7 @@ def test_a_trainer_method_stepping_inside_its_block_is_clean():
         "            self.optimizer.step()\n            self.optimizer.zero_grad()",
         "                self.optimizer.step()\n                self.optimizer.zero_grad()",
     )
-    assert all(code != "ACC012" for code, _ in _found(source))
+    assert all(code != "ACC012" for code, _ in findings(source))
 
 
 def test_the_accumulation_steps_from_another_module(tmp_path: Path, monkeypatch):
@@ -107,4 +100,4 @@ def test_the_accumulation_steps_from_another_module(tmp_path: Path, monkeypatch)
     )
     (tmp_path / "train.py").write_text(textwrap.dedent(source).lstrip())
     monkeypatch.chdir(tmp_path)
-    assert _found((tmp_path / "train.py").read_text()) == [("ACC012", _row(source, "optimizer.step()"))]
+    assert findings((tmp_path / "train.py").read_text(), "train.py") == [("ACC012", row(source, "optimizer.step()"))]

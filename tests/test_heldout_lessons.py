@@ -11,10 +11,9 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 
-from accumlint import engine
+from snippets import findings, row
 
 SYNC_HELPER = '''
 import contextlib
@@ -91,11 +90,6 @@ def run(model, dataloader, optimizer, epochs):
 '''
 
 
-def _found(source: str, path: str = "train.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
-
 
 def _project(tmp_path: Path, monkeypatch, control: str) -> list[tuple[str, int]]:
     (tmp_path / ".git").mkdir()
@@ -104,7 +98,7 @@ def _project(tmp_path: Path, monkeypatch, control: str) -> list[tuple[str, int]]
     (tmp_path / "torch_utils" / "misc.py").write_text(SYNC_HELPER.format(control=control).lstrip())
     (tmp_path / "loop.py").write_text(ROUNDS.lstrip())
     monkeypatch.chdir(tmp_path)
-    return _found((tmp_path / "loop.py").read_text(), "loop.py")
+    return findings((tmp_path / "loop.py").read_text(), "loop.py")
 
 
 def test_a_helper_that_enters_no_sync_controls_sync(tmp_path, monkeypatch):
@@ -117,15 +111,15 @@ def test_a_helper_that_enters_something_else_does_not(tmp_path, monkeypatch):
 
 def test_stores_under_no_grad_and_float_returns_keep_no_graph():
     source = STATS.format(guard="with torch.no_grad():", returned="float(spread)")
-    assert _found(source) == []
+    assert findings(source) == []
 
 
 def test_a_store_with_autograd_on_is_still_reported():
     source = STATS.format(guard="if True:", returned="float(spread)")
-    assert [code for code, _ in _found(source)] == ["ACC002"]
+    assert [code for code, _ in findings(source)] == ["ACC002"]
 
 
 def test_k_in_a_mapping_on_the_model_makes_a_window():
-    found = _found(YOLO.format(scale=""))
+    found = findings(YOLO.format(scale=""))
     assert [code for code, _ in found if code == "ACC001"] == ["ACC001"]
-    assert all(code != "ACC001" for code, _ in _found(YOLO.format(scale=' / model.hyperparams["subdivisions"]')))
+    assert all(code != "ACC001" for code, _ in findings(YOLO.format(scale=' / model.hyperparams["subdivisions"]')))
