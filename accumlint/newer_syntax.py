@@ -1,7 +1,7 @@
 """Syntax that a newer Python parses and the running one does not: a project written for 3.12
 (PEP 695 `type X = ...` aliases and `def f[T](...)` / `class C[T]:` generics, PEP 701 f-strings
-that reuse their quote inside a replacement field) checked by accumlint on 3.11. Read from the line the parser stopped at, so a real syntax error is never
-taken for one."""
+that reuse their quote inside a replacement field) checked by accumlint on 3.11. Read from the
+line the parser stopped at, so a real syntax error is never taken for one."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ project's classes). A tensor built with an integer or boolean dtype cannot requi
 from __future__ import annotations
 
 
-from snippets import findings, row
+from tests.snippets import findings, row
 
 LOOP = """
 import torch

@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from snippets import findings, row
+from tests.snippets import findings, row
 
 SCRIPT = """
 import torch

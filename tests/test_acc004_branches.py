@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from snippets import findings, row
+from tests.snippets import findings, row
 
 STEP_BODY = """
     if amp:

@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 from accumlint import engine
-from snippets import findings, row
+from tests.snippets import findings, row
 
 SCRIPT = """
 import torch

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from snippets import findings
+from tests.snippets import findings
 
 FLAG_LOOP = """
 import torch

@@ -731,7 +731,7 @@ class DataFlow:
             return False
         if full and self._numeric_module(full):
             return False
-        if self._canonical(full).startswith(_FRAMEWORK_OBJECT_MODULES):
+        if self._framework_class(full):
             return False  # `Accelerator(...)`, `GradScaler()`, `DataLoader(...)`: an object, not a tensor
         if last in _WRAPPERS or (last[:1].isupper() and not last.isupper()):
             # `Variable(x.data)`, `copy.deepcopy(m)`, a class built from values: what it is given
@@ -855,9 +855,11 @@ class DataFlow:
         if not isinstance(value, ast.Call):
             return False
         _, method = method_of(value)
-        if method in _PREPARING_METHODS:
-            return True
-        return self._canonical(dotted(value.func) or "").startswith(_FRAMEWORK_OBJECT_MODULES)
+        return method in _PREPARING_METHODS or self._framework_class(dotted(value.func) or "")
+
+    def _framework_class(self, name: str) -> bool:
+        """`Accelerator`, `GradScaler`, `DataLoader` as imported here: a framework's object."""
+        return self._canonical(name).startswith(_FRAMEWORK_OBJECT_MODULES)
 
     def _opaque_call(self, value: Optional[ast.expr], at: Stmt) -> bool:
         """A call whose result the analysis cannot compute from what it is given: a function or an

@@ -111,9 +111,9 @@ def lives_one_window(scope: Scope, name: str, loop: Loop, steps: list[Stmt]) -> 
     parent = loop.parent
     if not any(step.order > loop.last_order and (parent is None or parent.contains(step)) for step in steps):
         return False
-    starts = [stmt for stmt in resets(scope, name, parent) if stmt.order < loop.first_order and not loop.contains(stmt)]
+    starts = _starts_before(scope, name, loop)
     if parent is not None:
-        return any(parent.contains(stmt) for stmt in starts)
+        return bool(starts)
     return bool(starts) and not _escapes(scope, name)
 
 
@@ -124,10 +124,16 @@ def lives_one_batch(scope: Scope, name: str, loop: Loop, facts: ModuleFacts) -> 
     parent = loop.parent
     if parent is None or "." in name or not over_data(parent, facts) or over_data(loop, facts):
         return False
-    return any(
-        parent.contains(stmt) and not loop.contains(stmt) and stmt.order < loop.first_order
-        for stmt in resets(scope, name, parent)
-    )
+    return bool(_starts_before(scope, name, loop))
+
+
+def _starts_before(scope: Scope, name: str, loop: Loop) -> list[Stmt]:
+    """The statements that start `name` anew before `loop` runs: in the loop around it, or
+    anywhere earlier in the function when there is none."""
+    return [
+        stmt for stmt in resets(scope, name, loop.parent)
+        if stmt.order < loop.first_order and not loop.contains(stmt)
+    ]
 
 
 def _escapes(scope: Scope, name: str) -> bool:

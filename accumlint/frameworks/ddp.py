@@ -3,10 +3,10 @@ micro-step runs under `no_sync()` (or sync is switched off by its flag or FSDP's
 
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
+# FSDP (`FullyShardedDataParallel`, `fully_shard`) reduce-scatters on every backward too, but there
+# skipping `no_sync()` is the documented way to save memory (under it each rank keeps whole
+# unsharded gradients): a trade-off, not ACC009, so it is no wrapper here.
 WRAPPERS = frozenset({"DistributedDataParallel"})
-# FSDP reduce-scatters on every backward too, but there skipping `no_sync()` is the documented way to
-# save memory (under it each rank keeps whole unsharded gradients): a trade-off, not ACC009.
-SHARDED_WRAPPERS = frozenset({"FullyShardedDataParallel", "fully_shard"})
 NO_SYNC_CONTEXT = "no_sync"
 SYNC_FLAG = "require_backward_grad_sync"  # read by the forward pass, like no_sync()
 

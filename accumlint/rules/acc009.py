@@ -45,16 +45,18 @@ def _sync_control_call(call: ast.Call) -> bool:
     return method in _SYNC_CONTROLS
 
 
-def _manages_sync(collected: Collected) -> bool:
+def _scope_manages_sync(scope: Scope) -> bool:
+    """The function enters `no_sync()`, sets the sync flag or calls FSDP's setter."""
     named = _SYNC_CONTROLS - _CALL_ONLY_CONTROLS
-    for scope in collected.scopes:
-        if any(name.rsplit(".", 1)[-1] in named for name in scope.defs):
-            return True
-        if any(o.name.rsplit(".", 1)[-1] in named for o in scope.occurrences):
-            return True
-        if any(_sync_control_call(site.call) for site in scope.calls):
-            return True
-    return False
+    if any(name.rsplit(".", 1)[-1] in named for name in scope.defs):
+        return True
+    if any(o.name.rsplit(".", 1)[-1] in named for o in scope.occurrences):
+        return True
+    return any(_sync_control_call(site.call) for site in scope.calls)
+
+
+def _manages_sync(collected: Collected) -> bool:
+    return any(_scope_manages_sync(scope) for scope in collected.scopes)
 
 
 def _sync_managed_in(module: AnalysedModule, facts: ModuleFacts) -> bool:
@@ -253,12 +255,7 @@ def _helper_controls_sync(scope: Scope, window: Window, facts: ModuleFacts) -> b
         if not window.micro_loop.contains(site.stmt):
             continue
         callee = facts.analysed.resolver.resolve(site.call, scope)
-        if callee is None:
-            continue
-        body = callee.scope
-        if any(_sync_control_call(inner.call) for inner in body.calls):
-            return True
-        if any(o.name.rsplit(".", 1)[-1] in _SYNC_CONTROLS - _CALL_ONLY_CONTROLS for o in body.occurrences):
+        if callee is not None and _scope_manages_sync(callee.scope):
             return True
     return False
 
