@@ -79,6 +79,9 @@ class Scaling:
     # Another path to backward (a branch that produces the loss) is scaled while this one is not:
     # a division written at the backward call would scale that path twice.
     partial: bool = False
+    # Divided only by numbers written in the code (`lbox *= 0.05`, `aux / 2`): their product, else None.
+    # Terms of one sum weighted differently are a weighted loss, not a loss divided by a window.
+    factor: Optional[float] = None
 
     @property
     def scaled(self) -> bool:
@@ -99,13 +102,45 @@ def _combine_sum(a: Scaling, b: Scaling) -> Scaling:
         return a
     if a == b and not a.unknown:  # `ce_sum + kl_sum`, two counter-divided terms of one loop
         return a
+    weight_a, weight_b = _literal_weight(a), _literal_weight(b)
+    if weight_a is not None and weight_b is not None and weight_a != weight_b:
+        # `0.05 * lbox + lobj + 0.5 * lcls`: terms weighted against each other, no window division
+        return Scaling(False, 0, partial=a.partial or b.partial)
     unknown = a.unknown or b.unknown or a.divided != b.divided or a.summed or b.summed
     unknown = unknown or a.counter is not None or b.counter is not None
     return Scaling(a.divided and b.divided, min(a.k_divisions, b.k_divisions), unknown, partial=a.partial or b.partial)
 
 
-def _divide(a: Scaling, names_k: bool) -> Scaling:
-    return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False)
+def _divide(a: Scaling, names_k: bool, by: Optional[float] = None) -> Scaling:
+    """`a` divided (or multiplied); `by` is the factor when it is a number written in the code."""
+    if by == 1:
+        return a  # `lobj *= 1.0`: no scaling at all
+    weight = _literal_weight(a)
+    factor = weight * by if by is not None and weight is not None and not names_k else None
+    return Scaling(True, a.k_divisions + (1 if names_k else 0), a.unknown, False, factor=factor)
+
+
+def _literal_weight(a: Scaling) -> Optional[float]:
+    """The weight a fresh loss term carries when only numbers in the code scaled it (1 when none
+    did); None when it was divided by anything else, summed, counted or cannot be followed."""
+    if a.unknown or a.neutral or a.summed or a.counter is not None or a.k_divisions:
+        return None
+    return a.factor if a.divided else 1.0
+
+
+def _number(expr: ast.expr) -> Optional[float]:
+    """`0.05`, `-2`: the value of a number written in the code."""
+    if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
+        inner = _number(expr.operand)
+        return None if inner is None else (-inner if isinstance(expr.op, ast.USub) else inner)
+    return float(expr.value) if is_number(expr) else None  # type: ignore[attr-defined]
+
+
+def _factor(number: Optional[float], op: ast.operator) -> Optional[float]:
+    """What multiplying the loss by `op number` multiplies it by (`/ 4` -> 0.25)."""
+    if number is None or number == 0:
+        return None
+    return 1 / number if isinstance(op, (ast.Div, ast.FloorDiv)) else number
 
 
 def _alternatives(results: list[Scaling]) -> Scaling:
@@ -264,19 +299,22 @@ class DataFlow:
                 left = self.scaling(expr.left, at, k_names, depth + 1)
                 if isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names):
                     # `out.sum() / out.shape[0]`: a mean over the micro-batch, no window
-                    return Scaling(left.divided, left.k_divisions, left.unknown, left.neutral, partial=left.partial)
+                    return Scaling(left.divided, left.k_divisions, left.unknown, left.neutral, partial=left.partial, factor=left.factor)
                 if isinstance(expr.op, ast.Div):
                     counted = self._counted_by(left, expr.right, at, k_names)
                     if counted is not None:
                         return counted
                 if isinstance(expr.op, ast.Mult):
+                    by = _factor(_number(expr.right), expr.op)
                     if left.neutral:
+                        by = _factor(_number(expr.left), expr.op)
                         left = self.scaling(expr.right, at, k_names, depth + 1)
                     # `loss * k` undoes a division; only `loss * (1 / k)` divides by k.
                     named = _reciprocal_of_k(expr.left, k_names) or _reciprocal_of_k(expr.right, k_names)
                 else:
+                    by = _factor(_number(expr.right), expr.op)
                     named = mentions(expr.right, k_names)
-                return _divide(left, named)
+                return _divide(left, named, by)
             if isinstance(expr.op, (ast.Add, ast.Sub)):
                 return _combine_sum(
                     self.scaling(expr.left, at, k_names, depth + 1),
@@ -332,7 +370,8 @@ class DataFlow:
             if update.value is None:
                 continue
             if update.kind == "aug" and update.op in _DIVIDING_AUG:
-                result = _divide(result, mentions(update.value, k_names))
+                op = ast.Mult() if update.op == "MultiplyAssign" else ast.Div()
+                result = _divide(result, mentions(update.value, k_names), _factor(_number(update.value), op))
             elif update.kind == "aug" and update.op in _SUMMING_AUG:
                 result = _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
             elif update.kind == "inplace" and update.op in _DIVIDING_METHODS:
@@ -445,9 +484,10 @@ class DataFlow:
                 return inner if self._mean_loss(whole, at) else _summed(inner)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
+            number = _number(call.args[0]) if len(call.args) == 1 and not call.keywords else None
             if method.startswith(("mul", "multiply")):
-                return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args))
-            return _divide(inner, any(mentions(a, k_names) for a in call.args))
+                return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args), _factor(number, ast.Mult()))
+            return _divide(inner, any(mentions(a, k_names) for a in call.args), _factor(number, ast.Div()))
         if receiver is not None and method in _MODULE_REDUCTIONS and call.args and self._imported_module(receiver, at):
             return self.scaling(call.args[0], at, k_names, depth + 1)
         if receiver is not None and method in _PASS_THROUGH_METHODS:
