@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
-from accumlint.analysis.exprs import dotted, int_value, method_of, names_in
+from accumlint.analysis.exprs import dotted, int_value, keyword, method_of, names_in
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window, flag_dests
@@ -221,6 +221,36 @@ def _constructor(name: str, facts: ModuleFacts) -> Optional[Stmt]:
     return built
 
 
+def _dividing_accelerator(backwards: list[Event], facts: ModuleFacts) -> Optional[tuple[str, ast.expr]]:
+    """The accelerator whose `backward` every one of these passes goes through, with the
+    accumulation steps it was built with (it divides the loss by them on every call, inside
+    `accumulate()` or not); None where a DeepSpeed plugin or `**kwargs` is in sight (DeepSpeed's
+    engine holds its own window) or the steps come in a plugin."""
+    receivers = {e.receiver for e in backwards if e.callee is None}
+    if len(receivers) != 1 or any(e.callee is not None or e.framework != Framework.ACCELERATE for e in backwards):
+        return None
+    name = receivers.pop()
+    if name is None or name in facts.roles.ambiguous_gas or not facts.roles.accumulating_accelerator(name):
+        return None
+    steps: Optional[ast.expr] = None
+    for scope in facts.collected.scopes:
+        for definition in scope.definitions(name):
+            value = definition.value
+            if definition.kind == "assign" and isinstance(value, ast.Call):
+                if any(kw.arg is None or "deepspeed" in kw.arg for kw in value.keywords):
+                    return None
+                steps = keyword(value, accelerate.ACCUMULATION_STEPS_KEYWORD) or steps
+    return (name, steps) if steps is not None else None
+
+
+def _steps_under_accumulate(scope: Scope) -> bool:
+    """The function enters some accelerator's `accumulate()` (around another loop or another step):
+    the author knows the context; which statements it should hold is not clear from here."""
+    return any(
+        method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls
+    )
+
+
 def _framework_accumulates(event: Event, facts: ModuleFacts) -> bool:
     if event.framework == Framework.ACCELERATE:
         return facts.roles.accumulating_accelerator(event.receiver)
@@ -363,6 +393,19 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 f"code accumulates over `{k}`: each update takes one micro-batch instead of `{k}`"
                 f"{_schedule_note(sf, loop)}; pass `gradient_accumulation_steps={k}` to the Accelerator, "
                 f"which then holds the step for `{k}` micro-steps",
+                step.call or step.stmt.node,
+            )
+            continue
+        dividing = _dividing_accelerator(backwards, facts)
+        if dividing is not None and not _steps_under_accumulate(sf.scope):
+            accelerator, steps_given = dividing
+            k = facts.source.segment(steps_given)
+            yield Violation(
+                CODE,
+                f"`{accelerator}.backward` divides each loss by its accumulation steps `{k}`, but the loop never "
+                f"enters `with {accelerator}.accumulate(...)`, so `{step_text}` runs on every micro-step: updates "
+                f"are `{k}` times too small{_schedule_note(sf, loop)}; run the forward, backward and step "
+                f"inside `with {accelerator}.accumulate(model):`",
                 step.call or step.stmt.node,
             )
             continue
