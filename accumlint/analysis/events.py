@@ -83,8 +83,26 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
         event.tensor = positional(receiver, 0)
         event.scaler = dotted(scale_owner) if scale_owner is not None else None
     else:
-        event.tensor = receiver
+        handed = keyword(call, "loss") or (positional(call, 0) if _built_object(name, site.stmt.scope) else None)
+        # `booster.backward(loss=l / k, optimizer=opt)`: an object's backward takes the loss as an
+        # argument; a tensor's `backward` has no `loss=` (its first argument is a gradient)
+        event.tensor = handed if handed is not None else receiver
     return event if event.tensor is not None else None
+
+
+def _built_object(name: Optional[str], scope: Scope) -> bool:
+    """`booster = Booster(plugin=plugin)`: the name holds an instance of a class, no tensor."""
+    if name is None:
+        return False
+    definitions = [d for current in scope.sight() for d in current.definitions(name)]
+    return bool(definitions) and all(
+        d.kind == "assign" and isinstance(d.value, ast.Call) and (dotted(d.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
+        and (dotted(d.value.func) or "").rsplit(".", 1)[-1] not in _TENSOR_BUILDERS
+        for d in definitions
+    )
+
+
+_TENSOR_BUILDERS = {"Variable", "Tensor", "FloatTensor", "Parameter"}
 
 
 def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
