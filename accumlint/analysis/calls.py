@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect
-from accumlint.analysis.exprs import dotted, last_part, positional
+from accumlint.analysis.exprs import class_like, dotted, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
@@ -173,11 +173,6 @@ def enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
     return scope
 
 
-def _class_like(name: Optional[str]) -> bool:
-    """`Meter`, `meters.Meter`: a name that reads as a class (its last part capitalised)."""
-    return bool(name) and last_part(name)[:1].isupper()
-
-
 def _built_class(value: ast.expr, at) -> Optional[str]:
     """`return Meter(...)`, or `m = Meter(...); return m`: the class-like name that builds it."""
     if isinstance(value, ast.Name):
@@ -185,7 +180,7 @@ def _built_class(value: ast.expr, at) -> Optional[str]:
         if len(found) != 1 or found[0].kind != "assign" or found[0].value is None:
             return None
         value = found[0].value
-    if isinstance(value, ast.Call) and _class_like(dotted(value.func)):
+    if isinstance(value, ast.Call) and class_like(dotted(value.func)):
         return dotted(value.func)
     return None
 
@@ -200,7 +195,7 @@ def _annotated_class(annotation: Optional[ast.expr]) -> Optional[str]:
     if isinstance(annotation, ast.Subscript) and dotted(annotation.value) in {"Optional", "typing.Optional"}:
         annotation = annotation.slice
     name = dotted(annotation) if annotation is not None else None
-    return name if _class_like(name) else None
+    return name if class_like(name) else None
 
 
 def _parameter_annotation(function: ast.AST, name: str) -> Optional[ast.expr]:
@@ -281,7 +276,7 @@ class Resolver:
     def constructor(self, call: ast.Call, scope: Scope) -> Optional[Callee]:
         """`Trainer(model, ...)` of a project class: the `__init__` it runs (its own or a base's)."""
         name = dotted(call.func)
-        if name is None or not _class_like(name) or not self._project_class(name):
+        if name is None or not class_like(name) or not self._project_class(name):
             return None
         return self._class_method(name, "__init__", 0)
 
@@ -338,7 +333,7 @@ class Resolver:
                 classes.add(found)
             elif definition.kind == "assign" and isinstance(value, ast.Constant) and value.value is None:
                 continue  # `self.x = None` until it is built
-            elif definition.kind == "assign" and isinstance(value, ast.Call) and _class_like(dotted(value.func)):
+            elif definition.kind == "assign" and isinstance(value, ast.Call) and class_like(dotted(value.func)):
                 classes.add(dotted(value.func) or "")
             elif definition.kind == "assign" and isinstance(value, ast.Call):
                 made = self._factory_class(value, definition.stmt.scope)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
+from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras, torch_core
 
@@ -940,7 +940,7 @@ class DataFlow:
         if len(classes) != 1:
             return None
         cls = classes.pop()
-        if cls is None or not _class_like(cls):
+        if cls is None or not class_like(cls):
             return None
         return self.resolver.resolve(ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=func.attr), args=[], keywords=[]), at.scope)
 
@@ -1103,12 +1103,6 @@ _MODEL_HOUSEKEEPING = {
     "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
     "state_dict", "load_state_dict", "eval", "train", "to", "cuda", "cpu", "zero_grad", "apply", "requires_grad_",
 }
-
-
-def _class_like(name: str) -> bool:
-    """A class name by convention (`Tuner`, `aug.AdaptiveAugment`)."""
-    last = name.rsplit(".", 1)[-1]
-    return last[:1].isupper()
 
 
 def iterated_element(iterable: ast.expr, index: tuple[int, ...]) -> Optional[ast.expr]:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Optional
 from accumlint.analysis import accumulators
 from accumlint.analysis import roles as R
 from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
-from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, method_of, positional
+from accumlint.analysis.exprs import class_like, dotted, is_constant, is_true, keyword, last_part, method_of, positional
 from accumlint import frameworks
 from accumlint.frameworks import Framework, keras, lightning, torch_core
 
@@ -90,19 +90,19 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
     return event if event.tensor is not None else None
 
 
+_TENSOR_BUILDERS = {"Variable", "Tensor", "FloatTensor", "Parameter"}
+
+
 def _built_object(name: Optional[str], scope: Scope) -> bool:
     """`booster = Booster(plugin=plugin)`: the name holds an instance of a class, no tensor."""
     if name is None:
         return False
     definitions = [d for current in scope.sight() for d in current.definitions(name)]
     return bool(definitions) and all(
-        d.kind == "assign" and isinstance(d.value, ast.Call) and (dotted(d.value.func) or "").rsplit(".", 1)[-1][:1].isupper()
-        and (dotted(d.value.func) or "").rsplit(".", 1)[-1] not in _TENSOR_BUILDERS
+        d.kind == "assign" and isinstance(d.value, ast.Call) and class_like(built := dotted(d.value.func))
+        and last_part(built) not in _TENSOR_BUILDERS
         for d in definitions
     )
-
-
-_TENSOR_BUILDERS = {"Variable", "Tensor", "FloatTensor", "Parameter"}
 
 
 def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:

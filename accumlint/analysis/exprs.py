@@ -24,6 +24,11 @@ def last_part(name: Optional[str]) -> str:
     return (name or "").rsplit(".", 1)[-1]
 
 
+def class_like(name: Optional[str]) -> bool:
+    """`Meter`, `aug.AdaptiveAugment`: a name that reads as a class (its last part capitalised)."""
+    return bool(name) and last_part(name)[:1].isupper()
+
+
 def method_of(call: ast.Call) -> tuple[Optional[ast.expr], Optional[str]]:
     """(receiver, method) for `receiver.method(...)`, else (None, name or None)."""
     if isinstance(call.func, ast.Attribute):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import iterated_element, narrowed_to_container, reaching
-from accumlint.analysis.exprs import dotted, last_part, method_of, names_in
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in
 from accumlint.analysis.libraries import NUMERIC_LIBRARIES
 from accumlint.analysis.lifetimes import is_model
 
@@ -484,7 +484,7 @@ def instance_method(flow: "DataFlow", call: ast.Call, at: Stmt):
     if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
         return None
     cls = dotted(base.value.func)
-    if cls is None or not last_part(cls)[:1].isupper():
+    if not class_like(cls):
         return None
     method = ast.Call(func=ast.Attribute(value=base.value.func, attr=func.attr, ctx=ast.Load()), args=[], keywords=[])
     return flow.resolver.resolve(method, at.scope)
