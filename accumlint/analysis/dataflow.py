@@ -136,11 +136,11 @@ def _number(expr: ast.expr) -> Optional[float]:
     return float(expr.value) if is_number(expr) else None  # type: ignore[attr-defined]
 
 
-def _factor(number: Optional[float], op: ast.operator) -> Optional[float]:
-    """What multiplying the loss by `op number` multiplies it by (`/ 4` -> 0.25)."""
+def _factor(number: Optional[float], divides: bool) -> Optional[float]:
+    """What dividing (or multiplying) the loss by `number` multiplies it by (`/ 4` -> 0.25)."""
     if number is None or number == 0:
         return None
-    return 1 / number if isinstance(op, (ast.Div, ast.FloorDiv)) else number
+    return 1 / number if divides else number
 
 
 def _alternatives(results: list[Scaling]) -> Scaling:
@@ -305,14 +305,14 @@ class DataFlow:
                     if counted is not None:
                         return counted
                 if isinstance(expr.op, ast.Mult):
-                    by = _factor(_number(expr.right), expr.op)
+                    by = _factor(_number(expr.right), divides=False)
                     if left.neutral:
-                        by = _factor(_number(expr.left), expr.op)
+                        by = _factor(_number(expr.left), divides=False)
                         left = self.scaling(expr.right, at, k_names, depth + 1)
                     # `loss * k` undoes a division; only `loss * (1 / k)` divides by k.
                     named = _reciprocal_of_k(expr.left, k_names) or _reciprocal_of_k(expr.right, k_names)
                 else:
-                    by = _factor(_number(expr.right), expr.op)
+                    by = _factor(_number(expr.right), divides=True)
                     named = mentions(expr.right, k_names)
                 return _divide(left, named, by)
             if isinstance(expr.op, (ast.Add, ast.Sub)):
@@ -370,8 +370,8 @@ class DataFlow:
             if update.value is None:
                 continue
             if update.kind == "aug" and update.op in _DIVIDING_AUG:
-                op = ast.Mult() if update.op == "MultiplyAssign" else ast.Div()
-                result = _divide(result, mentions(update.value, k_names), _factor(_number(update.value), op))
+                by = _factor(_number(update.value), divides=update.op != "MultiplyAssign")
+                result = _divide(result, mentions(update.value, k_names), by)
             elif update.kind == "aug" and update.op in _SUMMING_AUG:
                 result = _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
             elif update.kind == "inplace" and update.op in _DIVIDING_METHODS:
@@ -486,8 +486,8 @@ class DataFlow:
             inner = self.scaling(receiver, at, k_names, depth + 1)
             number = _number(call.args[0]) if len(call.args) == 1 and not call.keywords else None
             if method.startswith(("mul", "multiply")):
-                return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args), _factor(number, ast.Mult()))
-            return _divide(inner, any(mentions(a, k_names) for a in call.args), _factor(number, ast.Div()))
+                return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args), _factor(number, divides=False))
+            return _divide(inner, any(mentions(a, k_names) for a in call.args), _factor(number, divides=True))
         if receiver is not None and method in _MODULE_REDUCTIONS and call.args and self._imported_module(receiver, at):
             return self.scaling(call.args[0], at, k_names, depth + 1)
         if receiver is not None and method in _PASS_THROUGH_METHODS:
