@@ -204,21 +204,26 @@ def _accumulate_owner(stmt: Stmt, facts: ModuleFacts) -> Optional[str]:
     return None
 
 
+def _constructions(name: str, facts: ModuleFacts) -> list[tuple[Stmt, ast.Call]]:
+    """Every statement of the module that builds the accelerator `name`, with its call."""
+    return [
+        (definition.stmt, definition.value)
+        for scope in facts.collected.scopes for definition in scope.definitions(name)
+        if definition.kind == "assign" and isinstance(definition.value, ast.Call)
+    ]
+
+
 def _constructor(name: str, facts: ModuleFacts) -> Optional[Stmt]:
     """The statement that built the accelerator, when it plainly received no accumulation steps:
     no such keyword, no `**kwargs`, no later `accelerator.gradient_accumulation_steps = ...`."""
     if name not in facts.roles.accelerator_gas or facts.roles.accelerator_gas[name] is not None:
         return None
-    built = None
-    for scope in facts.collected.scopes:
-        if scope.definitions(f"{name}.{accelerate.ACCUMULATION_STEPS_KEYWORD}"):
-            return None
-        for definition in scope.definitions(name):
-            if definition.kind == "assign" and isinstance(definition.value, ast.Call):
-                if any(keyword.arg is None for keyword in definition.value.keywords):
-                    return None
-                built = definition.stmt
-    return built
+    if any(scope.definitions(f"{name}.{accelerate.ACCUMULATION_STEPS_KEYWORD}") for scope in facts.collected.scopes):
+        return None
+    built = _constructions(name, facts)
+    if any(keyword.arg is None for _, call in built for keyword in call.keywords):
+        return None
+    return built[-1][0] if built else None
 
 
 def _dividing_accelerator(backwards: list[Event], facts: ModuleFacts) -> Optional[tuple[str, ast.expr]]:
@@ -232,23 +237,17 @@ def _dividing_accelerator(backwards: list[Event], facts: ModuleFacts) -> Optiona
     name = receivers.pop()
     if name is None or name in facts.roles.ambiguous_gas or not facts.roles.accumulating_accelerator(name):
         return None
-    steps: Optional[ast.expr] = None
-    for scope in facts.collected.scopes:
-        for definition in scope.definitions(name):
-            value = definition.value
-            if definition.kind == "assign" and isinstance(value, ast.Call):
-                if any(kw.arg is None or "deepspeed" in kw.arg for kw in value.keywords):
-                    return None
-                steps = keyword(value, accelerate.ACCUMULATION_STEPS_KEYWORD) or steps
+    calls = [call for _, call in _constructions(name, facts)]
+    if any(kw.arg is None or "deepspeed" in kw.arg for call in calls for kw in call.keywords):
+        return None
+    steps = next((given for call in reversed(calls) if (given := keyword(call, accelerate.ACCUMULATION_STEPS_KEYWORD)) is not None), None)
     return (name, steps) if steps is not None else None
 
 
 def _steps_under_accumulate(scope: Scope) -> bool:
     """The function enters some accelerator's `accumulate()` (around another loop or another step):
     the author knows the context; which statements it should hold is not clear from here."""
-    return any(
-        method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls
-    )
+    return any(method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls)
 
 
 def _framework_accumulates(event: Event, facts: ModuleFacts) -> bool:
