@@ -4,9 +4,11 @@ value still carries an autograd graph. Both answer "unknown" rather than guess."
 from __future__ import annotations
 
 import ast
+import math
+import operator
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt
 from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
@@ -128,11 +130,31 @@ def _literal_weight(a: Scaling) -> Optional[float]:
     return a.factor if a.divided else 1.0
 
 
+_CONSTANTS = {f"{module}.{name}": value for module in ("math", "np", "numpy", "torch")
+              for name, value in (("pi", math.pi), ("e", math.e), ("tau", math.tau))}
+_ARITHMETIC: dict[type, Callable[[float, float], Any]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Pow: operator.pow,
+}
+
+
 def _number(expr: ast.expr) -> Optional[float]:
-    """`0.05`, `-2`: the value of a number written in the code."""
+    """`0.05`, `-2`, `4 / math.pi ** 2`: the value of a number written in the code."""
     if isinstance(expr, ast.UnaryOp) and isinstance(expr.op, (ast.USub, ast.UAdd)):
         inner = _number(expr.operand)
         return None if inner is None else (-inner if isinstance(expr.op, ast.USub) else inner)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, (ast.Div, *_ARITHMETIC)):
+        left, right = _number(expr.left), _number(expr.right)
+        if left is None or right is None:
+            return None
+        try:
+            if isinstance(expr.op, ast.Div):
+                return left / right
+            result = _ARITHMETIC[type(expr.op)](left, right)
+        except (ZeroDivisionError, OverflowError):
+            return None
+        return result if isinstance(result, float) else None
+    if isinstance(expr, ast.Attribute):
+        return _CONSTANTS.get(dotted(expr) or "")
     return float(expr.value) if is_number(expr) else None  # type: ignore[attr-defined]
 
 
@@ -166,6 +188,18 @@ def _summed(inner: Scaling) -> Scaling:
     if inner.unknown or inner.neutral or inner.divided or inner.counter is not None:
         return inner
     return Scaling(False, 0, summed=True, partial=inner.partial)
+
+
+def _number_default(scope: Scope, name: str) -> bool:
+    """The function's parameter `name` defaults to a number written in the code."""
+    node = scope.node
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    arguments = node.args
+    positional = [*arguments.posonlyargs, *arguments.args]
+    pairs = list(zip(positional[len(positional) - len(arguments.defaults):], arguments.defaults))
+    pairs += [(a, d) for a, d in zip(arguments.kwonlyargs, arguments.kw_defaults) if d is not None]
+    return any(arg.arg == name and _number(default) is not None for arg, default in pairs)
 
 
 def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
@@ -289,7 +323,7 @@ class DataFlow:
     def scaling(self, expr: ast.expr, at: Stmt, k_names: set[str], depth: int = 0) -> Scaling:
         if depth > _SCALING_DEPTH:
             return UNKNOWN
-        if is_number(expr):
+        if is_number(expr) or _number(expr) is not None:
             return NEUTRAL
         name = dotted(expr)
         if name is not None:
@@ -297,8 +331,13 @@ class DataFlow:
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
-                if isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names):
-                    # `out.sum() / out.shape[0]`: a mean over the micro-batch, no window
+                own = isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names)
+                if own or (
+                    isinstance(expr.op, (ast.Div, ast.Mult)) and _number(expr.left) is None
+                    and _number(expr.right) is None and _ratio(expr.left, expr.right, at, k_names)
+                ):
+                    # `out.sum() / out.shape[0]`: a mean over the micro-batch; `inter / union`, `w * h`:
+                    # a ratio or product of the micro-batch's own quantities. None divides by a window.
                     return Scaling(left.divided, left.k_divisions, left.unknown, left.neutral, partial=left.partial, factor=left.factor)
                 if isinstance(expr.op, ast.Div):
                     counted = self._counted_by(left, expr.right, at, k_names)
@@ -388,6 +427,13 @@ class DataFlow:
             if helper is not None:
                 return self._returns_scaling(helper, k_names, depth, definition.index)
             return self._source(definition.value, k_names, definition.stmt)
+        if definition.kind == "unpack" and isinstance(definition.value, ast.Tuple) and len(definition.index) == 1:
+            # `w, h = b[2] - b[0], b[3] - b[1]`: each name is its own element
+            elements = definition.value.elts
+            position = definition.index[0]
+            if position < len(elements) and not any(isinstance(e, ast.Starred) for e in elements):
+                return self.scaling(elements[position], definition.stmt, k_names, depth + 1)
+            return UNKNOWN
         if definition.kind == "unpack" and isinstance(definition.value, ast.Name):
             # `loss, items = loss` (a criterion that may return a tuple): its parts are as scaled as it
             return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
@@ -401,6 +447,11 @@ class DataFlow:
         scope = param.stmt.scope
         if scope is self._module_scope or param.name in {"self", "cls"}:
             return UNKNOWN
+        if _number_default(scope, param.name) and all(
+            all(_number(arg) is not None for arg in _bound_to(site.call, scope.params, {param.name}))
+            for site in self._calls_of(scope)
+        ):
+            return NEUTRAL  # `eps=1e-7`, never handed anything but a number
         results = []
         for site in self._calls_of(scope):
             bound = _bound_to(site.call, scope.params, {param.name})
@@ -1095,6 +1146,61 @@ def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool
             measured = divisor.args[0]
     name = dotted(measured) if measured is not None else None
     return name is not None and name not in k_names and mentions(numerator, {name})
+
+
+def _ratio(numerator: ast.expr, divisor: ast.expr, at: Stmt, k_names: set[str]) -> bool:
+    """Divisor and numerator are made from the same local values (`(c - u) / c`, `inter / union`
+    with `union = a + b - inter`, `rho2 / c2` from one pair of boxes): a ratio of one micro-batch's
+    own quantities, such as an IoU, and no division by a window size. Definitions are followed a
+    few steps; an item read from a container (`batch["n"]`) does not count as shared, and nothing
+    counts once k is read."""
+    scope = at.scope
+    # Loop targets are counters and items drawn, not quantities computed (`/ (t + 1)` beside `x[:, t]`).
+    counted = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
+    local = (set(scope.defs) | set(scope.params)) - counted - {"self", "cls"}
+    if not local or mentions(divisor, k_names):
+        return False
+    divisor_reads = _made_from(divisor, at, local, k_names)
+    return divisor_reads is not None and bool(divisor_reads & (_made_from(numerator, at, local, k_names) or set()))
+
+
+_RATIO_DEPTH = 3
+
+
+def _made_from(expr: ast.expr, at: Stmt, local: set[str], k_names: set[str]) -> Optional[set[str]]:
+    """The local names a value is computed from, `_RATIO_DEPTH` definitions deep; None when k is read."""
+    found = _bare_names(expr, local)
+    frontier = set(found)
+    for _ in range(_RATIO_DEPTH):
+        reached: set[str] = set()
+        for name in frontier:
+            base, updates = reaching(name, at.scope, at.order, at)
+            for definition in ([base] if base is not None else []) + updates:
+                if definition.value is None or definition.kind not in {"assign", "aug", "unpack"}:
+                    continue  # a loop target's recorded value is what it iterates, not what made it
+                if mentions(definition.value, k_names):
+                    return None
+                reached |= _bare_names(definition.value, local)
+        frontier = reached - found
+        found |= reached
+    return found
+
+
+def _bare_names(expr: ast.expr, local: set[str]) -> set[str]:
+    """Local names read as values (`x`, `x.sum()`, `x[:, 2]`), not as containers of an item
+    (`batch["n"]`, `batch.n`)."""
+    nodes = list(ast.walk(expr))
+    called = {id(n.func) for n in nodes if isinstance(n, ast.Call)}
+    skipped = {
+        id(n.value) for n in nodes
+        if isinstance(n, ast.Subscript) and _keyed(n) or isinstance(n, ast.Attribute) and id(n) not in called
+    }
+    return {n.id for n in nodes if isinstance(n, ast.Name) and n.id in local and id(n) not in skipped}
+
+
+def _keyed(subscript: ast.Subscript) -> bool:
+    """`batch["n"]`: an item of a mapping, not a slice of a tensor."""
+    return isinstance(subscript.slice, ast.Constant) and isinstance(subscript.slice.value, str)
 
 
 _RECURRENT_HINTS = ("rnn", "lstm", "gru", "cell")
