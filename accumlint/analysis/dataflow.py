@@ -465,6 +465,27 @@ class DataFlow:
                 return UNKNOWN
         return results[0] if results else UNKNOWN
 
+    def definitions_reaching(self, expr: ast.expr, at: Stmt, depth: int = 0) -> list[Definition]:
+        """The definitions whose value `expr` holds at `at`: the one that reaches it and the updates
+        after it, followed through plain copies (`loss = lm_loss`) and, for a parameter, into the
+        arguments this module's calls hand it (three copies or calls deep)."""
+        name = dotted(expr)
+        if name is None or depth > 3:
+            return []
+        base, updates = reaching(name, at.scope, at.order, at)
+        if base is None:
+            return updates
+        found = [base, *updates]
+        if base.kind == "assign" and base.value is not None and dotted(base.value) not in {None, name}:
+            found += self.definitions_reaching(base.value, base.stmt, depth + 1)
+        elif base.kind == "param" and base.name not in {"self", "cls"} and base.stmt.scope is not self._module_scope:
+            function = base.stmt.scope
+            for site in self._calls_of(function):
+                bound = _bound_to(site.call, function.params, {base.name})
+                if len(bound) == 1 and not isinstance(bound[0], ast.Starred):
+                    found += self.definitions_reaching(bound[0], site.stmt, depth + 1)
+        return found
+
     def handed_scaling(self, tensor: ast.expr, at: Stmt, k_names: set[str], call: ast.Call, caller: Stmt, caller_flow: DataFlow) -> Scaling:
         """The scale of a parameter handed to backward as it is (`def backward_step(loss, ...):
         loss.backward()`), read from the argument of the call that runs this function."""
