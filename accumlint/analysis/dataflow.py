@@ -202,6 +202,10 @@ def _number_default(scope: Scope, name: str) -> bool:
     return any(arg.arg == name and _number(default) is not None for arg, default in pairs)
 
 
+def _scales_loss_for_a_context(call: ast.Call) -> bool:
+    return method_of(call)[1] == "scale_loss" and bool(call.args) and not isinstance(call.args[0], ast.Starred)
+
+
 def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
     return (
         isinstance(expr, ast.BinOp)
@@ -442,6 +446,10 @@ class DataFlow:
             return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
         if definition.kind == "param":
             return self._handed_in(definition, k_names, depth)
+        if definition.kind == "with" and isinstance(definition.value, ast.Call) and _scales_loss_for_a_context(definition.value):
+            # apex: `with amp.scale_loss(loss, optimizer) as scaled_loss:` multiplies by the loss
+            # scale, which is taken off the gradients again; the window's scale is the loss's
+            return self.scaling(definition.value.args[0], definition.stmt, k_names, depth + 1)
         return UNKNOWN
 
     def _handed_in(self, param: Definition, k_names, depth) -> Scaling:
