@@ -285,10 +285,11 @@ class NotebookResult:
             result.dependencies.update(cell.result.dependencies)
             result.notices.extend(replace(notice, cell=cell.number) for notice in cell.result.notices)
         errors = self.errors()
-        if len(errors) == 1:
-            result.error = errors[0]
-        elif errors:
-            message = "; ".join(e.message if e.cell is None else f"cell {e.cell}: {e.message}" for e in errors)
+        message = "; ".join(e.message if e.cell is None or len(errors) == 1 else f"cell {e.cell}: {e.message}" for e in errors)
+        checked = sum(1 for cell in self.cells if not cell.result.error)
+        if errors and self.error is None and checked:  # a shell line or pasted output spoils only its own cell
+            message += f" (the other {checked} code {'cell was' if checked == 1 else 'cells were'} checked)"
+        if errors:
             result.error = FileError(self.filename, message, cell=errors[0].cell)
         return result
 

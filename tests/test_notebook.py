@@ -159,6 +159,21 @@ def test_syntax_error_names_the_cell(fake):
     assert fix_notebook(raw) is None
 
 
+def test_a_cell_that_is_not_python_spoils_only_itself(fake):
+    """A shell script pasted without `!` or a cell of console output is an error of its own
+    cell; the message says the other cells were checked, and their findings stand."""
+    raw = _notebook(_cell(LOOP), _cell("bash ./scripts/run.sh --epochs 10\n"), _cell("x = 1"))
+    merged = check_notebook(raw, "nb.ipynb").as_file_result()
+    assert merged.error is not None and merged.error.cell == 2
+    assert merged.error.message.endswith("(the other 2 code cells were checked)")
+    assert merged.findings, "the loop cell is still checked"
+
+
+def test_a_notebook_whose_every_cell_fails_says_nothing_of_other_cells(fake):
+    merged = check_notebook(_notebook(_cell("def (:\n  pass")), "nb.ipynb").as_file_result()
+    assert merged.error is not None and "checked" not in merged.error.message
+
+
 @pytest.mark.parametrize("raw, cause", [
     (b"{not json", "invalid JSON at line 1"),
     (b'{"cells": [1, 2}', "invalid JSON at line 1"),
