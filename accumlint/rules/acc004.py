@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Callable, Iterator, Optional
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.calls import Callee
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.collect import Stmt
@@ -112,7 +112,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             scaler_steps = [
                 e for e in sf.events
                 if e.kind == STEP and e.scaler and e.order > clip.order and region(e.stmt)
-                and e.stmt.compatible(clip.stmt)
+                and e.stmt.compatible(clip.stmt) and not settings.apart(clip.stmt, e.stmt)
             ]
             if not scaler_steps:
                 continue

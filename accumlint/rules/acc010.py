@@ -6,7 +6,7 @@ from typing import Iterator, Optional
 
 import ast
 
-from accumlint.analysis import ModuleFacts, accumulators
+from accumlint.analysis import ModuleFacts, accumulators, settings
 from accumlint.analysis.collect import FOR_LOOPS, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
@@ -115,37 +115,6 @@ def _division_kept_from(event) -> bool:
     return False
 
 
-_NOT_SETTINGS = {"self", "cls", "args", "config", "cfg", "opt", "opts", "hparams"}
-
-
-def _settings(test: ast.expr, holds: bool, k_names: set[str]) -> set[tuple[str, bool]]:
-    """The settings an `if` test fixes on the branch taken, as (name, value): `if not args.deepspeed:`
-    gives ("deepspeed", False) in its body; `if args.backend == "ddp":` gives ("backend=ddp", True)."""
-    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _settings(test.operand, not holds, k_names)
-    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And if holds else ast.Or):
-        return set().union(*(_settings(value, holds, k_names) for value in test.values))
-    if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.comparators[0], ast.Constant):
-        constant = test.comparators[0].value
-        op = test.ops[0]
-        if constant is None and isinstance(op, (ast.Is, ast.IsNot)):
-            return _settings(test.left, holds == isinstance(op, ast.IsNot), k_names)
-        if isinstance(constant, str) and isinstance(op, (ast.Eq, ast.NotEq)):
-            return {(f"{key}={constant}", holds == isinstance(op, ast.Eq)) for key, _ in _settings(test.left, True, k_names)}
-        return set()
-    name = dotted(test)
-    if name is None or mentions(test, k_names):
-        return set()
-    last = name.rsplit(".", 1)[-1]
-    return set() if last in _NOT_SETTINGS else {(last, holds)}
-
-
-def _chosen_settings(stmt: Stmt, k_names: set[str]) -> set[tuple[str, bool]]:
-    return set().union(*(
-        _settings(node.test, branch == "body", k_names) for node, branch in stmt.path if isinstance(node, ast.If)
-    ))
-
-
 def _divides_by_k(definition, k_names: set[str]) -> bool:
     value = definition.value
     if value is None or not mentions(value, k_names):
@@ -159,12 +128,8 @@ def _chosen_apart(event, facts: ModuleFacts, k_names: set[str]) -> bool:
     """`if not args.deepspeed: loss /= k` and later, maybe in a called function, `if args.deepspeed:
     model.backward(loss)`: one setting chooses between the hand division and the framework's
     backward, so the two never run together."""
-    backward = _chosen_settings(event.stmt, k_names)
-    if not backward:
-        return False
     dividing = [d for d in facts.flow.definitions_reaching(event.tensor, event.stmt) if _divides_by_k(d, k_names)]
-    opposite = {(name, not value) for name, value in backward}
-    return bool(dividing) and all(_chosen_settings(d.stmt, k_names) & opposite for d in dividing)
+    return bool(dividing) and all(settings.apart(event.stmt, d.stmt, frozenset(k_names)) for d in dividing)
 
 
 def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
