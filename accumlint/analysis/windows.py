@@ -99,7 +99,23 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
+        if self._once_per_loop(stmt):
+            return False
         return not self._gated_once_per_window(stmt) and not self._flag_gated(stmt) and not self._periodic(stmt)
+
+    def _once_per_loop(self, stmt: Stmt) -> bool:
+        """In the block of `if step == 0:` (the micro-loop's own index equal to a number, alone or
+        in an `and`, `epoch == 0 and step == 0`): runs on one micro-step of the loop, not on every one."""
+        targets = set(self.micro_loop.targets)
+        inside = False
+        for node, branch in stmt.path:
+            inside = inside or node is self.micro_loop.node
+            if inside and isinstance(node, ast.If) and branch == "body":
+                test = node.test
+                parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+                if any(_index_is_number(part, targets) for part in parts):
+                    return True
+        return False
 
     def _periodic(self, stmt: Stmt) -> bool:
         """In the block of another `% n` test (`if batch_idx % 100 == 0:`): runs every `n`
@@ -146,6 +162,17 @@ class Window:
                 if test is not None and dotted(test.k) == k and test.positive == (branch == "body"):
                     return True
         return False
+
+
+def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
+    """`step == 0`, `0 == i`: a loop index compared for equality with a number."""
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(
+        isinstance(name, ast.Name) and name.id in targets and int_value(number) is not None
+        for name, number in (sides, sides[::-1])
+    )
 
 
 def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
