@@ -545,6 +545,31 @@ class Resolver:
                 return found
         return None
 
+    def library_bases(self, cls: ast.ClassDef, depth: int = 0) -> set[str]:
+        """The library classes `cls` is built on (`transformers.Trainer`), by their imported names,
+        through its bases in this module and in the project's other modules."""
+        if depth > _MAX_DEPTH:
+            return set()
+        found: set[str] = set()
+        for base in cls.bases:
+            name = dotted(base)
+            if name is None:
+                continue
+            local = self.module.collected.classes.get(name)
+            origin = self._local_origin(name) if local is None else None
+            if local is not None and local is not cls:
+                found |= self.library_bases(local, depth + 1)
+            elif origin is not None and self.module.index is not None:
+                module = analysed(self.module.index, origin[0])
+                foreign = module.collected.classes.get(origin[1]) if module is not None else None
+                if module is not None and foreign is not None:
+                    found |= module.resolver.library_bases(foreign, depth + 1)
+            elif local is None:
+                head, _, rest = name.partition(".")
+                imported = self.module.collected.imports.get(head, head)
+                found.add(f"{imported}.{rest}" if rest else imported)
+        return found
+
     # --- constants of other modules -------------------------------------------------------------
     def imported_constant(self, name: str) -> Optional[set[int]]:
         """The literals a name imported from a module of the project is bound to there

@@ -105,6 +105,26 @@ def _built_object(name: Optional[str], scope: Scope) -> bool:
     )
 
 
+# transformers' Trainer and the subclasses it ships: their `training_step(model, inputs)` runs the
+# forward and the backward of one micro-batch (and divides by the accumulation steps itself).
+_HF_TRAINERS = frozenset({"transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer"})
+_HF_TRAINING_STEP = "training_step"
+
+
+def _library_training_step(site: CallSite, resolver: Resolver) -> Optional[Event]:
+    """`self.training_step(model, inputs)`, resolved to no project function, in a class built on
+    transformers' Trainer (a copied and edited `train()` loop): the library's backward."""
+    receiver, method = method_of(site.call)
+    if method != _HF_TRAINING_STEP or not (isinstance(receiver, ast.Name) and receiver.id == "self"):
+        return None
+    scope: Optional[Scope] = site.stmt.scope
+    while scope is not None and scope.class_node is None:
+        scope = scope.parent
+    if scope is None or scope.class_node is None or not resolver.library_bases(scope.class_node) & _HF_TRAINERS:
+        return None
+    return Event(BACKWARD, site.stmt, site.call, "self", helper="transformers.Trainer.training_step")
+
+
 def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
     call = site.call
     receiver, method = method_of(call)
@@ -219,7 +239,11 @@ def scope_events(scope: Scope, direct: dict[int, list[Event]], resolver: Resolve
         return events
     for site in scope.calls:
         callee = resolver.resolve(site.call, scope)
-        if callee is None or callee.scope is scope:
+        if callee is None:
+            library = _library_training_step(site, resolver)
+            events.extend([library] if library is not None else [])
+            continue
+        if callee.scope is scope:
             continue
         kinds = resolver.kinds(callee)
         # `self.optimizer.step()` on a project wrapper: what its method does replaces what the

@@ -9,7 +9,7 @@ import ast
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import BACKWARD, STEP, ZERO
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
-from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, names_in, ordered, positional
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
@@ -99,7 +99,11 @@ def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr
     if _endless_or_counted(inner, window.micro_loop.scope):
         return None
     if isinstance(inner, ast.Call) and dotted(inner.func) == "range":
-        return None
+        # `enumerate(range(total_steps))` as the whole run, or over a multiple of k: no epoch to end.
+        # Inside an outer loop (`for i, start in enumerate(range(0, n, mb))` each epoch) it walks
+        # one epoch's batches, as a loader would.
+        if window.micro_loop.parent is None or any(mentions(arg, window.k_names) for arg in inner.args):
+            return None
     start_expr = keyword(iterable, "start") or positional(iterable, 1)
     start = int_value(start_expr) if start_expr is not None else 0
     if start is None:
