@@ -42,6 +42,7 @@ _NO_GRAPH_FUNCTIONS = {
     "enumerate", "zip", "next", "iter", "print", "isinstance", "getattr", "list", "dict", "tuple",
     "no_grad", "randperm", "multinomial", "bernoulli",
 }
+_ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
@@ -994,6 +995,8 @@ class DataFlow:
         full = dotted(value.func) or ""
         if method in _NO_GRAPH_METHODS or self._torch_function(full) or self._numeric_module(full):
             return False
+        if full in _ITERATING_BUILTINS and full not in self.collected.imports:
+            return False  # `data = next(loader)`, `loader = iter(train_loader)`: data, not an output
         return receiver is None or not self._local_value(receiver, at)
 
     def instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
