@@ -99,7 +99,7 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
-        if self._once_per_loop(stmt):
+        if self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k):
             return False
         return not self._gated_once_per_window(stmt) and not self._flag_gated(stmt) and not self._periodic(stmt)
 
@@ -162,6 +162,29 @@ class Window:
                 if test is not None and dotted(test.k) == k and test.positive == (branch == "body"):
                     return True
         return False
+
+
+# `k <op> number` tests and, for each, the branch on which k is 1 (or less).
+_K_IS_ONE_BRANCH: dict[tuple[type, Optional[int]], str] = {
+    (ast.Eq, 1): "body", (ast.NotEq, 1): "orelse", (ast.Gt, 1): "orelse", (ast.GtE, 2): "orelse",
+    (ast.LtE, 1): "body", (ast.Lt, 2): "body",
+}
+
+
+def k_is_one_on_way(stmt: Stmt, k: ast.expr) -> bool:
+    """`stmt` runs only where the window size is 1: `if k == 1: zero_grad()`, or the `else:` of
+    `if k > 1:`. No accumulation happens there."""
+    name = dotted(k)
+    if name is None:
+        return False
+    for node, branch in stmt.path:
+        test = node.test if isinstance(node, ast.If) else None
+        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or dotted(test.left) != name:
+            continue
+        number = int_value(test.comparators[0])
+        if _K_IS_ONE_BRANCH.get((type(test.ops[0]), number)) == branch:
+            return True
+    return False
 
 
 def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
@@ -796,16 +819,18 @@ def find_windows(
         if not steps:
             continue
         found: list[Window] = []
-        ungated = False
+        ungated: list[Event] = []
         for step in steps:
             if any(w.in_step_block(step.stmt) for w in found):
                 continue
             window = _gate_for(step, loop, events, helpers, in_loop)
             if window is None:
-                ungated = True  # some optimizer steps every iteration (GANs): no accumulation
-                break
-            found.append(window)
-        if ungated or not found:
+                ungated.append(step)
+            else:
+                found.append(window)
+        # Some optimizer steps every iteration (GANs): no accumulation, unless only where k is 1
+        # (`if k > 1: if (i + 1) % k == 0: step()` / `else: step()`).
+        if not found or any(not any(k_is_one_on_way(s.stmt, w.k) for w in found) for s in ungated):
             continue
         skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:
