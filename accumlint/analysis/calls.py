@@ -216,6 +216,17 @@ def _class_annotation(cls: ast.ClassDef, attr: str) -> Optional[str]:
     return None
 
 
+def _endless_generator(function: ast.AST) -> bool:
+    """A generator whose body holds a `while True:` that nothing leaves (no `break`, no `return`)."""
+    for loop in getattr(function, "body", []):
+        if isinstance(loop, ast.While) and isinstance(loop.test, ast.Constant) and loop.test.value is True:
+            inner = [n for n in ast.walk(loop) if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))]
+            leaves = any(isinstance(n, (ast.Break, ast.Return)) for n in inner)
+            if not leaves and any(isinstance(n, (ast.Yield, ast.YieldFrom)) for n in inner):
+                return True
+    return False
+
+
 class Resolver:
     def __init__(self, module: AnalysedModule) -> None:
         self.module = module
@@ -544,6 +555,17 @@ class Resolver:
             if found is not None:
                 return found
         return None
+
+    def iterates_endlessly(self, call: ast.Call) -> bool:
+        """`MetaLoader(loaders)` of a project class whose `__iter__` loops `while True:` with no
+        `break` or `return`: iterating it never ends, so it has no epochs."""
+        name = dotted(call.func)
+        if name is None or not class_like(name):
+            return False
+        if name not in self.module.collected.classes and self._local_origin(name) is None:
+            return False  # a library's class (a role like `DataLoader` is no bar: this reads the code)
+        found = self._class_method(name, "__iter__", 0)
+        return found is not None and not isinstance(found.scope.node, ast.Module) and _endless_generator(found.scope.node)
 
     def library_bases(self, cls: ast.ClassDef, depth: int = 0) -> set[str]:
         """The library classes `cls` is built on (`transformers.Trainer`), by their imported names,

@@ -9,7 +9,8 @@ import ast
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import BACKWARD, STEP, ZERO
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
-from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
+from accumlint.analysis.calls import Resolver
+from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
@@ -45,14 +46,25 @@ def _chain_methods(expr: Optional[ast.expr]) -> Iterator[ast.Call]:
         expr = expr.func.value
 
 
-def _endless_or_counted(source: ast.expr, scope: Scope) -> bool:
+def _endless_or_counted(source: ast.expr, scope: Scope, resolver: Resolver) -> bool:
     """A `tf.data` pipeline made endless by `.repeat()` (no count), or cut to a number of steps by
-    `.take(n)`: the epoch has no partial window the code can see (followed through the names it
-    was assigned from)."""
-    pending, seen = [source], 0
+    `.take(n)`, or a project class whose `__iter__` never ends (`while True:` in a multi-task
+    loader), also handed to a wrapper (`PrefetchLoader(meta_loader)`): the epoch has no partial
+    window the code can see (followed through the names it was assigned from)."""
+    pending, seen, visited = [source], 0, set[object]()
     while pending and seen < 8:
-        expr = pending.pop()
+        expr = pending.pop(0)
+        key = dotted(expr) or id(expr)  # a name is followed once, whichever statement reads it
+        if key in visited:
+            continue
+        visited.add(key)
         seen += 1
+        if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
+            if resolver.iterates_endlessly(expr):
+                return True
+            wrapped = positional(expr, 0)
+            if isinstance(wrapped, (ast.Name, ast.Attribute, ast.Call)) and class_like(dotted(expr.func) or ""):
+                pending.append(wrapped)  # a wrapper iterates what it is given
         for call in _chain_methods(expr):
             method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
             if method == "repeat" and not call.args and not call.keywords or method == "take":
@@ -68,7 +80,7 @@ def _endless_or_counted(source: ast.expr, scope: Scope) -> bool:
     return False
 
 
-def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr]]]:
+def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, int, Optional[ast.expr]]]:
     """(counter, start, sized iterable) when the loop counts the batches of one epoch."""
     node = window.micro_loop.node
     if window.micro_loop.entry:
@@ -96,7 +108,7 @@ def _epoch_counter(window: Window) -> Optional[tuple[str, int, Optional[ast.expr
     inner = source
     if isinstance(inner, ast.Call) and last_part(dotted(inner.func)) in _ENDLESS:
         return None
-    if _endless_or_counted(inner, window.micro_loop.scope):
+    if _endless_or_counted(inner, window.micro_loop.scope, resolver):
         return None
     if isinstance(inner, ast.Call) and dotted(inner.func) == "range":
         # `enumerate(range(total_steps))` as the whole run, or over a multiple of k: no epoch to end.
@@ -294,7 +306,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
             if facts.roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, sf.scope):
                 continue  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
-            counted = _epoch_counter(window)
+            counted = _epoch_counter(window, facts.analysed.resolver)
             if counted is None:
                 continue
             counter, start, sized = counted
