@@ -363,3 +363,20 @@ def test_a_module_read_for_anothers_calls_is_checked_the_same(tmp_path):
     assert index.parsed(loops, loops.read_text() + "\n") is None
     edited = engine.check_source(loops.read_bytes() + b"\n", str(loops))
     assert [(f.code, f.location.row) for f in edited.findings] == [(f.code, f.location.row) for f in alone.findings]
+
+
+def test_a_module_named_from_a_folder_above_the_script(tmp_path):
+    """`from src.heads import Head` in medium/src/train.py, a folder with no `__init__.py`, run
+    from medium/: the import names a folder above the script's, inside the project."""
+    (tmp_path / ".git").mkdir()
+    _write(tmp_path, {"medium/src/heads.py": "class Head:\n    pass\n", "medium/src/train.py": "from src.heads import Head\n"})
+    index = ProjectIndex(project_root(tmp_path / "medium" / "src" / "train.py"))
+    found = index.split(tmp_path / "medium" / "src" / "train.py", "src.heads.Head")
+    assert found is not None and found[0].resolve() == (tmp_path / "medium" / "src" / "heads.py").resolve()
+    assert found[1] == "Head"
+
+
+def test_no_module_is_taken_from_above_the_project(tmp_path):
+    _write(tmp_path, {"src/heads.py": "class Head:\n    pass\n", "proj/setup.py": "", "proj/run/train.py": "import src.heads\n"})
+    index = ProjectIndex(project_root(tmp_path / "proj" / "run" / "train.py"))
+    assert index.split(tmp_path / "proj" / "run" / "train.py", "src.heads.Head") is None
