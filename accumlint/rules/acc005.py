@@ -287,8 +287,16 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
 
 
 def _step_text(window: Window, facts: ModuleFacts) -> str:
-    """The step as the code writes it (`opt.step()`, `optimizer.apply_gradients()`)."""
-    call = window.step.call
+    """The step as the code writes it (`opt.step()`, `optimizer.apply_gradients()`); of several
+    steppers in one block (`xm.optimizer_step(opt)` on TPU, `scaler.step(opt)`, `opt.step()`), the
+    optimizer's own."""
+    steps = [e for e in (window.step, *window.steps) if e.call is not None]
+    own = [
+        e for e in steps
+        if e.call is not None and isinstance(e.call.func, ast.Attribute) and dotted(e.call.func.value) == e.receiver
+        and facts.roles.role(e.receiver) == Role.OPTIMIZER
+    ]
+    call = (own or steps)[0].call if steps else None
     return f"`{facts.source.segment(call.func)}()`" if call is not None else "the optimizer step"
 
 
