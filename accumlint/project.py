@@ -92,15 +92,12 @@ class ProjectIndex:
         # `from src.trainer import Trainer` in medium_models/src/run.py, run from medium_models:
         # the folder the script is started from may be any one above it inside the project.
         for base in importer.resolve().parent.parents:
-            if not self._inside_folder(base):
+            if not self._inside(base):
                 break
             found = self._file_for(base, parts)
             if found is not None:
                 return found
         return None
-
-    def _inside_folder(self, folder: Path) -> bool:
-        return folder == self._resolved_root or self._resolved_root in folder.parents
 
     def _inside(self, path: Path) -> bool:
         try:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional
 
-from accumlint.analysis.collect import CallSite, Collected, Scope, collect
+from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
@@ -165,12 +165,6 @@ def bind_arguments(call: ast.Call, callee: Callee, expr: ast.expr) -> Optional[a
     if bound is None:
         return None
     return _Bind(bound, set(callee.scope.params)).visit(copy.deepcopy(expr))
-
-
-def enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
-    while scope is not None and scope.class_node is None:
-        scope = scope.parent
-    return scope
 
 
 def _built_class(value: ast.expr, at) -> Optional[str]:
@@ -565,7 +559,7 @@ class Resolver:
         if name not in self.module.collected.classes and self._local_origin(name) is None:
             return False  # a library's class (a role like `DataLoader` is no bar: this reads the code)
         found = self._class_method(name, "__iter__", 0)
-        return found is not None and not isinstance(found.scope.node, ast.Module) and _endless_generator(found.scope.node)
+        return found is not None and _endless_generator(found.scope.node)
 
     def library_bases(self, cls: ast.ClassDef, depth: int = 0) -> set[str]:
         """The library classes `cls` is built on (`transformers.Trainer`), by their imported names,

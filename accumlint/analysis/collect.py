@@ -171,6 +171,13 @@ class Loop:
         return list(self.node.body)
 
 
+def enclosing_class(scope: Optional[Scope]) -> Optional[Scope]:
+    """The scope of the class whose method `scope` is (or sits in), or None."""
+    while scope is not None and scope.class_node is None:
+        scope = scope.parent
+    return scope
+
+
 @dataclass
 class Collected:
     module: ast.Module

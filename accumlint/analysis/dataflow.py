@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
-from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt
+from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras, torch_core
@@ -656,9 +656,7 @@ class DataFlow:
             return False
         if own and any(scope.definitions(f"{own}.{func.attr}") for scope in self.collected.scopes):
             return False  # `self.criterion = nn.CrossEntropyLoss()`: a callable object
-        scope: Optional[Scope] = at.scope
-        while scope is not None and scope.class_node is None:
-            scope = scope.parent
+        scope = enclosing_class(at.scope)
         if scope is None or scope.class_node is None:
             return False
         classes = self.collected.classes

@@ -10,10 +10,10 @@ from typing import TYPE_CHECKING, Optional
 
 from accumlint.analysis import accumulators
 from accumlint.analysis import roles as R
-from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt
+from accumlint.analysis.collect import CallSite, Collected, Scope, Stmt, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_constant, is_true, keyword, last_part, method_of, positional
 from accumlint import frameworks
-from accumlint.frameworks import Framework, keras, lightning, torch_core
+from accumlint.frameworks import Framework, keras, lightning, torch_core, transformers
 
 if TYPE_CHECKING:
     from accumlint.analysis.calls import Callee, Resolver
@@ -105,22 +105,14 @@ def _built_object(name: Optional[str], scope: Scope) -> bool:
     )
 
 
-# transformers' Trainer and the subclasses it ships: their `training_step(model, inputs)` runs the
-# forward and the backward of one micro-batch (and divides by the accumulation steps itself).
-_HF_TRAINERS = frozenset({"transformers.Trainer", "transformers.trainer.Trainer", "transformers.Seq2SeqTrainer"})
-_HF_TRAINING_STEP = "training_step"
-
-
 def _library_training_step(site: CallSite, resolver: Resolver) -> Optional[Event]:
     """`self.training_step(model, inputs)`, resolved to no project function, in a class built on
     transformers' Trainer (a copied and edited `train()` loop): the library's backward."""
     receiver, method = method_of(site.call)
-    if method != _HF_TRAINING_STEP or not (isinstance(receiver, ast.Name) and receiver.id == "self"):
+    if method != transformers.TRAINING_STEP or not (isinstance(receiver, ast.Name) and receiver.id == "self"):
         return None
-    scope: Optional[Scope] = site.stmt.scope
-    while scope is not None and scope.class_node is None:
-        scope = scope.parent
-    if scope is None or scope.class_node is None or not resolver.library_bases(scope.class_node) & _HF_TRAINERS:
+    cls = enclosing_class(site.stmt.scope)
+    if cls is None or cls.class_node is None or not resolver.library_bases(cls.class_node) & transformers.TRAINER_CLASSES:
         return None
     return Event(BACKWARD, site.stmt, site.call, "self", helper="transformers.Trainer.training_step")
 

@@ -33,18 +33,18 @@ def settings(test: ast.expr, holds: bool, ignored: frozenset[str] = frozenset())
         if constant is None and isinstance(op, (ast.Is, ast.IsNot)):
             return found | settings(test.left, holds == isinstance(op, ast.IsNot), ignored)
         if isinstance(constant, str) and isinstance(op, (ast.Eq, ast.NotEq)):
-            named = {key for key, _ in _named(test.left)}
-            return found | {(f"{key}={constant}", holds == isinstance(op, ast.Eq)) for key in named}
+            return found | {(f"{key}={constant}", holds == isinstance(op, ast.Eq)) for key in _named(test.left)}
         return found
-    return found | {(key, holds) for key, _ in _named(test)}
+    return found | {(key, holds) for key in _named(test)}
 
 
-def _named(expr: ast.expr) -> set[Setting]:
+def _named(expr: ast.expr) -> set[str]:
+    """The setting a name reads: the last part of `args.deepspeed`; none for `args` alone."""
     name = dotted(expr)
     if name is None:
         return set()
     last = name.rsplit(".", 1)[-1]
-    return set() if last in _HOLDERS else {(last, True)}
+    return set() if last in _HOLDERS else {last}
 
 
 def chosen(stmt: Stmt, ignored: frozenset[str] = frozenset()) -> set[Setting]:

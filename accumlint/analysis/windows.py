@@ -99,34 +99,37 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
-        if self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k):
-            return False
-        return not self._gated_once_per_window(stmt) and not self._flag_gated(stmt) and not self._periodic(stmt)
+        return not (
+            self._once_per_loop(stmt) or _k_is_one_on_way(stmt, self.k) or self._gated_once_per_window(stmt)
+            or self._flag_gated(stmt) or self._periodic(stmt)
+        )
+
+    def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool]) -> bool:
+        """In the body of an `if`, inside the micro-loop, whose test `holds`."""
+        inside = False
+        for node, branch in stmt.path:
+            inside = inside or node is self.micro_loop.node
+            if inside and isinstance(node, ast.If) and branch == "body" and holds(node.test):
+                return True
+        return False
 
     def _once_per_loop(self, stmt: Stmt) -> bool:
         """In the block of `if step == 0:` (the micro-loop's own index equal to a number, alone or
         in an `and`, `epoch == 0 and step == 0`): runs on one micro-step of the loop, not on every one."""
         targets = set(self.micro_loop.targets)
-        inside = False
-        for node, branch in stmt.path:
-            inside = inside or node is self.micro_loop.node
-            if inside and isinstance(node, ast.If) and branch == "body":
-                test = node.test
-                parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
-                if any(_index_is_number(part, targets) for part in parts):
-                    return True
-        return False
+
+        def first_only(test: ast.expr) -> bool:
+            parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
+            return any(_index_is_number(part, targets) for part in parts)
+
+        return self._under_test_in_loop(stmt, first_only)
 
     def _periodic(self, stmt: Stmt) -> bool:
         """In the block of another `% n` test (`if batch_idx % 100 == 0:`): runs every `n`
         micro-steps, not every one."""
-        inside = False
-        for node, branch in stmt.path:
-            inside = inside or node is self.micro_loop.node
-            if inside and isinstance(node, ast.If) and branch == "body":
-                if any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) for part in ast.walk(node.test)):
-                    return True
-        return False
+        return self._under_test_in_loop(
+            stmt, lambda test: any(isinstance(part, ast.BinOp) and isinstance(part.op, ast.Mod) for part in ast.walk(test))
+        )
 
     def _flag_gated(self, stmt: Stmt) -> bool:
         """Under `if should_start_update:`, a flag the loop itself sets to True or False (cleared
@@ -171,7 +174,7 @@ _K_IS_ONE_BRANCH: dict[tuple[type, Optional[int]], str] = {
 }
 
 
-def k_is_one_on_way(stmt: Stmt, k: ast.expr) -> bool:
+def _k_is_one_on_way(stmt: Stmt, k: ast.expr) -> bool:
     """`stmt` runs only where the window size is 1: `if k == 1: zero_grad()`, or the `else:` of
     `if k > 1:`. No accumulation happens there."""
     name = dotted(k)
@@ -830,7 +833,7 @@ def find_windows(
                 found.append(window)
         # Some optimizer steps every iteration (GANs): no accumulation, unless only where k is 1
         # (`if k > 1: if (i + 1) % k == 0: step()` / `else: step()`).
-        if not found or any(not any(k_is_one_on_way(s.stmt, w.k) for w in found) for s in ungated):
+        if not found or any(not any(_k_is_one_on_way(s.stmt, w.k) for w in found) for s in ungated):
             continue
         skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:
