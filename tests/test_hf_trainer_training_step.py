@@ -59,3 +59,14 @@ def test_the_trainer_base_in_another_module(tmp_path: Path, monkeypatch: pytest.
     (tmp_path / "train.py").write_text(driver)
     monkeypatch.chdir(tmp_path)
     assert {code for code, _ in _codes(driver, "train.py")} == expected
+
+
+@pytest.mark.parametrize("base, expected", [("transformers.Trainer", {"ACC005", "ACC009"}), ("object", set())])
+def test_the_trainer_base_re_exported_by_a_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base, expected):
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("from .base import HeadTrainer\n")
+    (tmp_path / "pkg" / "base.py").write_text(f"import transformers\n\n\nclass HeadTrainer({base}):\n    pass\n")
+    driver = "import torch\nfrom pkg import HeadTrainer\n\n\nclass MyTrainer(HeadTrainer):" + LOOP.replace("{tail}", "")
+    (tmp_path / "train.py").write_text(driver)
+    monkeypatch.chdir(tmp_path)
+    assert {code for code, _ in _codes(driver, "train.py")} == expected

@@ -10,7 +10,7 @@ import copy
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, last_part, positional
@@ -537,18 +537,47 @@ class Resolver:
     def _in_bases(self, cls: ast.ClassDef, name: str, depth: int) -> Optional[Callee]:
         if depth > _MAX_DEPTH:
             return None
-        for base in cls.bases:
-            base_name = dotted(base)
-            if base_name is None:
-                continue
-            local = self.module.collected.classes.get(base_name)
-            if local is not None and local is not cls:
-                found = self.method(local, name, depth + 1)
-            else:
-                found = self._imported(f"{base_name}.{name}", depth + 1)
-            if found is not None:
-                return found
+        for base in self._bases(cls):
+            if not isinstance(base, str):
+                found = base[0].method(base[1], name, depth + 1)
+                if found is not None:
+                    return found
         return None
+
+    def _bases(self, cls: ast.ClassDef) -> Iterator[Union[tuple["Resolver", ast.ClassDef], str]]:
+        """Each direct base of `cls`: a class of the project, here or imported (also through a
+        module that re-exports it), with the resolver of its module; or, for a library's class, its
+        imported dotted name (`transformers.Trainer`). A project name that cannot be found is
+        skipped."""
+        for base in cls.bases:
+            name = dotted(base)
+            if name is None:
+                continue
+            local = self.module.collected.classes.get(name)
+            if local is not None:
+                if local is not cls:
+                    yield self, local
+                continue
+            if self._local_origin(name) is None:
+                head, _, rest = name.partition(".")
+                imported = self.module.collected.imports.get(head, head)
+                yield f"{imported}.{rest}" if rest else imported
+                continue
+            found = self._imported_class(name, 0)
+            if found is not None:
+                yield found
+
+    def _imported_class(self, name: str, depth: int) -> Optional[tuple["Resolver", ast.ClassDef]]:
+        found = self._local_origin(name)
+        if depth > _MAX_DEPTH or found is None or self.module.index is None:
+            return None
+        module = analysed(self.module.index, found[0])
+        if module is None:
+            return None
+        cls = module.collected.classes.get(found[1])
+        if cls is not None:
+            return module.resolver, cls
+        return module.resolver._imported_class(found[1], depth + 1)  # re-exported there
 
     def iterates_endlessly(self, call: ast.Call) -> bool:
         """`MetaLoader(loaders)` of a project class whose `__iter__` loops `while True:` with no
@@ -567,23 +596,11 @@ class Resolver:
         if depth > _MAX_DEPTH:
             return set()
         found: set[str] = set()
-        for base in cls.bases:
-            name = dotted(base)
-            if name is None:
-                continue
-            local = self.module.collected.classes.get(name)
-            origin = self._local_origin(name) if local is None else None
-            if local is not None and local is not cls:
-                found |= self.library_bases(local, depth + 1)
-            elif origin is not None and self.module.index is not None:
-                module = analysed(self.module.index, origin[0])
-                foreign = module.collected.classes.get(origin[1]) if module is not None else None
-                if module is not None and foreign is not None:
-                    found |= module.resolver.library_bases(foreign, depth + 1)
-            elif local is None:
-                head, _, rest = name.partition(".")
-                imported = self.module.collected.imports.get(head, head)
-                found.add(f"{imported}.{rest}" if rest else imported)
+        for base in self._bases(cls):
+            if isinstance(base, str):
+                found.add(base)
+            else:
+                found |= base[0].library_bases(base[1], depth + 1)
         return found
 
     # --- constants of other modules -------------------------------------------------------------
