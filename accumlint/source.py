@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import codecs
+import functools
 import io
 import re
 import tokenize
@@ -44,14 +45,14 @@ def encode(text: str, encoding: str) -> bytes:
 @dataclass
 class SourceText:
     text: str
-    _starts: list[int] = field(init=False, repr=False)
-    _lines: list[str] = field(init=False, repr=False)
+    _lines: list[str] = field(init=False, repr=False, default_factory=list)
 
-    def __post_init__(self) -> None:
+    @functools.cached_property
+    def _starts(self) -> list[int]:
+        # Built on first use: most files of a whole repository never have a position asked for.
         starts = [0]
         starts.extend(m.end() for m in _LINE_BREAK.finditer(self.text))
-        self._starts = starts
-        self._lines = []
+        return starts
 
     @property
     def lines(self) -> list[str]:

@@ -186,6 +186,8 @@ class Collected:
     classes: dict[str, ast.ClassDef]
     functions: dict[str, list[Scope]]  # simple name -> scopes defining it
     relative_imports: dict[str, tuple[int, str]] = field(default_factory=dict)  # alias -> (level, dotted)
+    # Whole-module facts that rules read from every module that imports this one (computed once).
+    memo: dict[str, object] = field(default_factory=dict, repr=False, compare=False)
 
 
 _BACKWARD_METHODS = frozenset({"backward", "manual_backward"})

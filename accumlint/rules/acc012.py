@@ -72,7 +72,15 @@ def _bound_to_one(name: str, collected: Collected) -> bool:
 def accumulation_names(collected: Collected) -> set[str]:
     """Names that read as the accumulation steps (`args.gradient_accumulation_steps`,
     `self.cfg.grad_accum`, `accum_steps`, `gas = cfg["gradient_accumulation_steps"]`), and the names
-    assigned from them or they from, minus those only ever bound to a literal 1."""
+    assigned from them or they from, minus those only ever bound to a literal 1. Remembered per
+    module: every module that calls into this one asks again."""
+    found = collected.memo.get("acc012.accumulation_names")
+    if not isinstance(found, frozenset):
+        found = collected.memo["acc012.accumulation_names"] = frozenset(_find_accumulation_names(collected))
+    return set(found)
+
+
+def _find_accumulation_names(collected: Collected) -> set[str]:
     found: set[str] = set()
     calls = (site.call for scope in collected.scopes for site in scope.calls)
     dests = flag_dests(calls, _accumulation_name)  # `--gradient-accumulation-steps` with dest="gas"
@@ -554,19 +562,17 @@ def _misplaced_gate(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> Iter
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
+    if not any(e.kind == STEP for sf in facts.scopes for e in sf.events):
+        return
     names = accumulation_names(facts.collected)
-    known: dict[int, set[str]] = {id(facts.collected): names}
     for sf in facts.scopes:
         local = set(names)
         if not any(e.kind == STEP for e in sf.events):
             continue
-        callees = [facts.analysed.resolver.resolve(site.call, sf.scope) for site in sf.scope.calls]
-        for callee in callees:
+        for site in sf.scope.calls:
+            callee = facts.analysed.resolver.resolve(site.call, sf.scope)
             if callee is not None:
-                collected = callee.module.collected
-                if id(collected) not in known:
-                    known[id(collected)] = accumulation_names(collected)
-                local |= known[id(collected)]
+                local |= accumulation_names(callee.module.collected)
         if not local:
             continue
         yield from _every_micro_step(sf, facts, local)
