@@ -34,7 +34,7 @@ MAX_FIX_ROUNDS = 8
 # analysed. Words every module uses (`step(`, `+=`, `append(`) are no sign: a denoising loop calls
 # `scheduler.step(...)` too.
 _TRIGGERS = (
-    "backward", "zero_grad", "optimizer", "optimiser", "scaler", "loss", "retain_graph", "create_graph",
+    "backward(", "zero_grad", "optimizer", "optimiser", "scaler", "loss", "retain_graph", "create_graph",
     "apply_gradients", "assign_add", "LossScaleOptimizer", ".gradient(", "gradient_accumulation_steps",
     "train_step", "training_step", "fit_batch", ".eval()", "criterion", "metric", "Meter", "evaluat",
     # a script that wraps the model for data parallelism and hands it to a loop elsewhere (ACC009)
