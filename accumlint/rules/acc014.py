@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.calls import bind_arguments
 from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, last_part, method_of, names_in, positional
 from accumlint.analysis.facts import ScopeFacts
@@ -19,7 +20,7 @@ from accumlint.rules.edits import insert_after
 from accumlint.rules.meta import FixSafety
 
 if TYPE_CHECKING:
-    from accumlint.analysis.calls import AnalysedModule, Callee
+    from accumlint.analysis.calls import AnalysedModule, Callee, Resolver
 
 CODE = "ACC014"
 NAME = "gradients-never-cleared"
@@ -233,20 +234,46 @@ def _built_on(value: ast.expr) -> set[str]:
     first = positional(value, 0)
     if first is not None:
         names |= {n for n in names_in(first) if n.count(".") <= 1}
-    for name in names_in(value):
+    return names | _parameters_of(value)
+
+
+def _parameters_of(value: Optional[ast.expr]) -> set[str]:
+    """The models whose `.parameters()` (or `.named_parameters()`) an optimizer is built from."""
+    names: set[str] = set()
+    for name in names_in(value) if value is not None else ():
         for suffix in (".parameters", ".named_parameters"):
             if name.endswith(suffix):
                 names.add(name[: -len(suffix)])
     return names
 
 
-def _recreated(step: Event, scope: Scope, loop: Loop) -> bool:
-    """The optimizer, or the model whose parameters it was built on, is made anew in the loop."""
+def _built_from(value: Optional[ast.expr], scope: Scope, resolver: Resolver) -> Optional[ast.expr]:
+    """What builds the optimizer: `make_optimizer(model)` of the project read as the optimizer its
+    one `return` builds, in the caller's names (`SGD(model.parameters())`)."""
+    if isinstance(value, ast.Call):
+        callee = resolver.resolve(value, scope)
+        if callee is not None and len(callee.scope.returns) == 1:
+            return bind_arguments(value, callee, callee.scope.returns[0][0])
+    return value
+
+
+def _recreated(step: Event, scope: Scope, loop: Loop, resolver: Resolver) -> bool:
+    """The optimizer, or the model whose parameters it was built on, is made anew in the loop.
+    A new optimizer over the parameters of a model made before the loop is no fresh start:
+    gradients live on the parameters, so each step still applies the sum of all earlier ones."""
     name = step.optimizer or step.receiver
     if name is None:
         return False
-    if _defined_in(name, scope, loop) or _defined_in(name.split(".")[0], scope, loop):
+    head = name.split(".")[0]
+    if head != name and _defined_in(head, scope, loop):
         return True
+    made_here = [d for d in scope.definitions(name) if loop.contains(d.stmt) and _fresh(d)]
+    if made_here:
+        for definition in made_here:
+            models = _parameters_of(_built_from(definition.value, scope, resolver))
+            if not models or any(_defined_in(m, scope, loop) or _defined_in(m.split(".")[0], scope, loop) for m in models):
+                return True
+        return False
     current: Optional[Scope] = scope
     while current is not None:
         for definition in current.definitions(name):
@@ -286,7 +313,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
         return  # a framework hook, or a project step method whose driver (maybe elsewhere) may zero
     for step in steps:
         if step.helper is None and (
-            _step_has_arguments(step) or _zeroing_step(step, facts.roles) or _recreated(step, scope, loop)
+            _step_has_arguments(step) or _zeroing_step(step, facts.roles) or _recreated(step, scope, loop, facts.analysed.resolver)
         ):
             return
     wrapped: set[int] = set()  # steps of a project class wrapping the optimizer (`self.optim.step()`)
@@ -357,7 +384,7 @@ def _unzeroed_optimizers(
         s for s in steps
         if s.helper is None and s.optimizer and s.optimizer not in zeroed
         and roles.role(s.optimizer) == frameworks.Role.OPTIMIZER and _takes_gradients(facts, s.optimizer)
-        and not (_step_has_arguments(s) or _zeroing_step(s, roles) or _recreated(s, sf.scope, loop))
+        and not (_step_has_arguments(s) or _zeroing_step(s, roles) or _recreated(s, sf.scope, loop, facts.analysed.resolver))
     ]
     if not missing or not any(s.optimizer in zeroed for s in steps):
         return
