@@ -180,10 +180,33 @@ def _trace(expr: ast.expr, stmt: Stmt, hops: int = 0) -> Iterator[tuple[str, obj
         yield "other", expr, stmt
 
 
-def _unit(scope: Scope, name: str) -> list[Scope]:
+def _unit(scope: Scope, name: str, collected: Collected) -> list[Scope]:
+    """Where the collection lives: the methods of its class (`self.acc`), the module and every
+    function that reads it as a global (`acc` made at module level, added to in a `train_step`
+    function and applied in the loop that calls it), or one function."""
     if name.startswith("self.") and scope.class_scopes:
         return list(scope.class_scopes)
-    return [scope]
+    head = name.split(".")[0]
+    module = collected.scopes[0] if collected.scopes else None
+    if module is None or scope is module or _binds(scope, head) or not _binds(module, head):
+        return [scope]
+    if any(_binds(s, head) for s in _enclosing(scope) if s is not module):
+        return [scope]  # a closure's variable, not the module's
+    return [module] + [
+        s for s in collected.scopes[1:]
+        if not _binds(s, head) and any(o.name.split(".")[0] == head for o in s.occurrences)
+    ]
+
+
+def _binds(scope: Scope, name: str) -> bool:
+    return name in scope.defs or name in scope.params
+
+
+def _enclosing(scope: Scope) -> Iterator[Scope]:
+    current = scope.parent
+    while current is not None:
+        yield current
+        current = current.parent
 
 
 def _enclosing_for(stmt: Stmt) -> Optional[Stmt]:
@@ -234,7 +257,7 @@ def find(collected: Collected) -> list[Accumulator]:
             name = _collection_of(receiver, site.stmt)
             if name is None:
                 continue
-            unit = _unit(scope, name)
+            unit = _unit(scope, name, collected)
             key = (id(unit[0]) if not name.startswith("self.") else id(unit[0].class_node), name)
             accumulator = found.setdefault(key, Accumulator(name, unit))
             accumulator.added.append(Added(site.call, value, site.stmt))
@@ -243,7 +266,7 @@ def find(collected: Collected) -> list[Accumulator]:
             for definition in definitions:
                 added = _list_addition(name, definition)
                 if added is not None:
-                    unit = _unit(scope, name)
+                    unit = _unit(scope, name, collected)
                     key = (id(unit[0]) if not name.startswith("self.") else id(unit[0].class_node), name)
                     found.setdefault(key, Accumulator(name, unit)).added.append(added)
     for accumulator in found.values():
