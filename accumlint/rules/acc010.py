@@ -12,7 +12,7 @@ from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions, names_in
 from accumlint.analysis.windows import k_aliases
-from accumlint.frameworks import Framework
+from accumlint.frameworks import Framework, deepspeed
 from accumlint.model import Fix, TextEdit, Violation
 from accumlint.rules.edits import precedence, remove, replace, replace_receiver
 from accumlint.rules.common import ambiguous_tensor
@@ -30,8 +30,26 @@ def _accum_names(facts: ModuleFacts) -> set[str]:
     return facts.cached("acc010.accum_names", lambda: _find_accum_names(facts))
 
 
+def _configured_k(module: ast.Module) -> set[str]:
+    """What the code hands DeepSpeed as its accumulation steps: the value of a
+    `"gradient_accumulation_steps"` key in a config dict it builds (`{"gradient_accumulation_steps":
+    args.update_freq}`, `dict(gradient_accumulation_steps=gas)`), whatever the name is called."""
+    found: set[str] = set()
+    for node in ast.walk(module):
+        pairs: list[tuple[object, ast.expr]] = []
+        if isinstance(node, ast.Dict):
+            pairs = [(key.value, value) for key, value in zip(node.keys, node.values) if isinstance(key, ast.Constant)]
+        elif isinstance(node, ast.Call) and dotted(node.func) == "dict":
+            pairs = [(kw.arg, kw.value) for kw in node.keywords]
+        for key, value in pairs:
+            name = dotted(value) if key == deepspeed.CONFIG_ACCUMULATION_KEY else None
+            if name is not None:
+                found.add(name)
+    return found
+
+
 def _find_accum_names(facts: ModuleFacts) -> set[str]:
-    found = set()
+    found = _configured_k(facts.collected.module) if deepspeed.CONFIG_ACCUMULATION_KEY in facts.source.text else set()
     for scope in facts.collected.scopes:
         for occurrence in scope.occurrences:
             last = occurrence.name.rsplit(".", 1)[-1].lower()
