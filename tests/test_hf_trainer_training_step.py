@@ -51,22 +51,17 @@ def test_a_training_step_of_an_unknown_base_is_not_a_backward():
 
 
 @pytest.mark.parametrize("base, expected", [("transformers.Trainer", {"ACC005", "ACC009"}), ("object", set())])
-def test_the_trainer_base_in_another_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base, expected):
+@pytest.mark.parametrize("package_init, imported_from", [
+    ("", "pkg.base"),  # the base named in its own module
+    ("from .base import HeadTrainer\n", "pkg"),  # re-exported by the package
+])
+def test_the_trainer_base_in_another_module(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base, expected, package_init, imported_from
+):
     (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "__init__.py").write_text(package_init)
     (tmp_path / "pkg" / "base.py").write_text(f"import transformers\n\n\nclass HeadTrainer({base}):\n    pass\n")
-    driver = "import torch\nfrom pkg.base import HeadTrainer\n\n\nclass MyTrainer(HeadTrainer):" + LOOP.replace("{tail}", "")
-    (tmp_path / "train.py").write_text(driver)
-    monkeypatch.chdir(tmp_path)
-    assert {code for code, _ in _codes(driver, "train.py")} == expected
-
-
-@pytest.mark.parametrize("base, expected", [("transformers.Trainer", {"ACC005", "ACC009"}), ("object", set())])
-def test_the_trainer_base_re_exported_by_a_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base, expected):
-    (tmp_path / "pkg").mkdir()
-    (tmp_path / "pkg" / "__init__.py").write_text("from .base import HeadTrainer\n")
-    (tmp_path / "pkg" / "base.py").write_text(f"import transformers\n\n\nclass HeadTrainer({base}):\n    pass\n")
-    driver = "import torch\nfrom pkg import HeadTrainer\n\n\nclass MyTrainer(HeadTrainer):" + LOOP.replace("{tail}", "")
+    driver = f"import torch\nfrom {imported_from} import HeadTrainer\n\n\nclass MyTrainer(HeadTrainer):" + LOOP.replace("{tail}", "")
     (tmp_path / "train.py").write_text(driver)
     monkeypatch.chdir(tmp_path)
     assert {code for code, _ in _codes(driver, "train.py")} == expected
