@@ -453,6 +453,50 @@ def test_an_end_clause_for_epochs_shorter_than_a_window_still_drops_the_partial_
     assert finding.fix is None  # the gate is more than its `% k` test: report only
 
 
+SHORT_EPOCH_NAMED = """
+def train(model, optimizer, loader, k, epochs, sized):
+    for epoch in range(epochs):
+        steps_in_epoch = {length}
+        for step, (x, y) in enumerate(loader):
+            loss = (model(x) - y).pow(2).mean() / k
+            loss.backward()
+            if (step + 1) % k == 0 or (steps_in_epoch <= k and step + 1 == steps_in_epoch):
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+TRAINER_SHORT_EPOCH = """
+class Trainer:
+    def train(self, model, loader):
+        for epoch in range(self.epochs):
+            steps_in_epoch = len(loader) if self.sized else self.max_steps * self.k
+            for step, batch in enumerate(loader):
+                self.training_step(model, batch)
+                if (step + 1) % self.k == 0 or (steps_in_epoch <= self.k and (step + 1) == steps_in_epoch):
+                    self.optimizer.step()
+                    self.optimizer.zero_grad()
+
+    def training_step(self, model, batch):
+        loss = model(batch).mean() / self.k
+        loss.backward()
+"""
+
+
+@pytest.mark.parametrize("length", ["len(loader)", "len(loader) if sized else 10 * k"])
+def test_the_epoch_length_held_in_a_name_is_read_as_len(length):
+    source = SHORT_EPOCH_NAMED.replace("{length}", length)
+    assert found(source) == {("ACC005", 8)}
+    # a name that holds something else than the epoch's length: taken as an end clause
+    assert found(SHORT_EPOCH_NAMED.replace("{length}", "total_steps")) == set()
+
+
+def test_the_epoch_length_held_in_a_name_in_a_trainer_class():
+    result = engine.check_source(textwrap.dedent(TRAINER_SHORT_EPOCH), "t.py")
+    codes = [(f.code, f.location.row) for f in result.findings]
+    assert ("ACC005", 8) in codes
+    assert "fires only when an epoch is shorter than one window" in next(f.message for f in result.findings if f.code == "ACC005")
+
+
 def test_a_clause_written_over_several_lines_is_named_on_one():
     source = SHORT_EPOCH.format(clause="(\n                len(loader) <= k\n                and step + 1 == len(loader)\n            )")
     result = engine.check_source(textwrap.dedent(source), "t.py")

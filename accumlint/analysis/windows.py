@@ -212,9 +212,27 @@ def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
     return None
 
 
-def _shorter_than_a_window(clause: ast.expr, k: ast.expr) -> bool:
-    """`len(loader) <= k and i + 1 == len(loader)` (HF's legacy scripts): an end-of-data test that
-    holds only when the whole epoch is shorter than one window."""
+def _is_len(expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and dotted(expr.func) == "len"
+
+
+def _epoch_length(expr: ast.expr, scope: Scope, at: int) -> bool:
+    """`len(loader)`, or a name holding it (`steps_in_epoch = len(epoch_iterator)`, also as one
+    branch of `len(it) if sized else max_steps * k`)."""
+    if _is_len(expr):
+        return True
+    if isinstance(expr, ast.Name):
+        value = _flag_value(expr.id, scope, at)
+        if isinstance(value, ast.IfExp):
+            return _is_len(value.body) or _is_len(value.orelse)
+        return value is not None and _is_len(value)
+    return False
+
+
+def _shorter_than_a_window(clause: ast.expr, k: ast.expr, scope: Scope, at: int) -> bool:
+    """`len(loader) <= k and i + 1 == len(loader)` (HF's legacy scripts and Trainer, the length
+    also held in a name): an end-of-data test that holds only when the whole epoch is shorter
+    than one window."""
     if not (isinstance(clause, ast.BoolOp) and isinstance(clause.op, ast.And)):
         return False
     k_text = ast.dump(k)
@@ -222,7 +240,7 @@ def _shorter_than_a_window(clause: ast.expr, k: ast.expr) -> bool:
         sides = ordered(value)
         if sides is not None:
             larger, smaller = sides
-            if isinstance(smaller, ast.Call) and dotted(smaller.func) == "len" and ast.dump(larger) == k_text:
+            if ast.dump(larger) == k_text and _epoch_length(smaller, scope, at):
                 return True
     return False
 
@@ -253,7 +271,7 @@ def parse_gate(
             if not gate.positive:
                 return None
             others = [value for value, parsed_gate in zip(test.values, parsed) if parsed_gate is None]
-            if others and all(_shorter_than_a_window(value, gate.k) for value in others):
+            if others and all(_shorter_than_a_window(value, gate.k, scope, at) for value in others):
                 return replace(gate, short_epoch_clause=others[0])
             return replace(gate, end_clause=True)
         # `(i + 1) % k != 0 and i + 1 != len(loader)`: "not at a boundary and not at the end".
