@@ -523,17 +523,8 @@ def _gate_for(
     for inner in inner_loops.values():
         if inner.parent is not loop or not isinstance(inner.node, FOR_LOOPS) or inner.last_order >= step.order:
             continue
-        iterable = inner.iter_expr
-        if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range") or iterable.keywords:
-            continue
-        args = positionals(iterable)
-        if len(args) != len(iterable.args):
-            continue
-        if len(args) == 1:
-            k = args[0]
-        elif len(args) == 2 and int_value(args[0]) == 0:
-            k = args[1]
-        else:
+        k = _range_count(inner.iter_expr) or _chunk_count(inner.iter_expr)
+        if k is None:
             continue
         size = int_value(k)
         if size is not None and size <= 1 or _carries_state(inner):
@@ -541,6 +532,40 @@ def _gate_for(
         if any(e.kind == BACKWARD for e in in_loop.get(id(inner), [])):
             return Window("inner", inner, loop, k, set(), step)
     return None
+
+
+def _range_count(iterable: Optional[ast.expr]) -> Optional[ast.expr]:
+    """`range(k)`, `range(0, k)`: k."""
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range") or iterable.keywords:
+        return None
+    args = positionals(iterable)
+    if len(args) != len(iterable.args):
+        return None
+    if len(args) == 1:
+        return args[0]
+    if len(args) == 2 and int_value(args[0]) == 0:
+        return args[1]
+    return None
+
+
+def _chunk_count(iterable: Optional[ast.expr]) -> Optional[ast.expr]:
+    """`batch.chunk(k)`, `torch.chunk(batch, k)`, and `enumerate`/`zip` of such splits into the
+    same k: one batch cut into k micro-batches. (`split(n)` and slices cut by size, so how many
+    micro-batches they make is not written anywhere.)"""
+    if not isinstance(iterable, ast.Call):
+        return None
+    name = dotted(iterable.func)
+    if name in {"enumerate", "zip"} and iterable.args and not iterable.keywords:
+        counts = [_chunk_count(arg) for arg in (iterable.args[:1] if name == "enumerate" else iterable.args)]
+        first = counts[0]
+        if first is not None and all(c is not None and ast.dump(c) == ast.dump(first) for c in counts):
+            return first
+        return None
+    if not isinstance(iterable.func, ast.Attribute) or iterable.func.attr != "chunk":
+        return None
+    chunks = next((kw.value for kw in iterable.keywords if kw.arg == "chunks"), None)
+    index = 1 if name in {"torch.chunk", "th.chunk"} else 0
+    return chunks if chunks is not None else positional(iterable, index)
 
 
 def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
