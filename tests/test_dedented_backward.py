@@ -87,3 +87,39 @@ def train(model, opt, crit, loader, k):
 
 def test_no_step_after_it_is_no_training_loop():
     assert found(CHUNKS.format(backward="loss.backward()").replace("        opt.step()\n", "")) == set()
+
+
+FETCHED_INSIDE = """
+def train(model, opt, loader, k, num_batches):
+    for i in range(num_batches):
+        for _ in range(k):
+            loss, parts = model(next(loader), return_loss_breakdown=True)
+        if k is not None:
+            (loss / k).backward()
+        opt.step()
+        opt.zero_grad()
+"""
+
+TRAINER_FETCHED_INSIDE = """
+class Trainer:
+    def fit(self, num_batches):
+        for i in range(num_batches):
+            for _ in range(self.k):
+                loss = self.model(next(self.loader)).mean()
+            (loss / self.k).backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+
+
+def test_data_fetched_inside_the_call_that_uses_it_makes_micro_batches():
+    # `model(next(loader))`: fresh data on every pass, though no name holds it; the backward sits
+    # after the loop (here also under an `if`)
+    assert found(FETCHED_INSIDE) == {("ACC007", 6)}
+    assert found(TRAINER_FETCHED_INSIDE) == {("ACC007", 6)}
+
+
+def test_data_fetched_inside_with_the_backward_in_the_loop_is_clean():
+    indented = FETCHED_INSIDE.replace("        if k is not None:\n            (loss / k).backward()\n", "")
+    indented = indented.replace("return_loss_breakdown=True)\n", "return_loss_breakdown=True)\n            (loss / k).backward()\n")
+    assert found(indented) == set()

@@ -965,10 +965,13 @@ def _micro_batches(iterable: Optional[ast.expr]) -> bool:
 
 
 def _fetches_data(value: Optional[ast.expr]) -> bool:
-    if not isinstance(value, ast.Call):
-        return False
-    func = (dotted(value.func) or "").rsplit(".", 1)[-1].lower()
-    return func == "next" or "batch" in func
+    """`next(loader)`, `get_batch("train")`, also inside the call that uses it (`model(next(it))`)."""
+    for node in ast.walk(value) if value is not None else ():
+        if isinstance(node, ast.Call):
+            func = (dotted(node.func) or "").rsplit(".", 1)[-1].lower()
+            if func == "next" or "batch" in func:
+                return True
+    return False
 
 
 def _fed_by_targets(name: str, loop: Loop) -> bool:
