@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
-from accumlint.analysis.exprs import class_like, dotted, last_part, positional
+from accumlint.analysis.exprs import class_like, dotted, is_string, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
@@ -158,6 +158,20 @@ def bound_arguments(call: ast.Call, callee: Callee) -> Optional[dict[str, ast.ex
     return bound
 
 
+def _abstract(node: ast.AST) -> bool:
+    """A method left to subclasses: `@abstractmethod`, or a body (after its docstring) that only
+    raises `NotImplementedError`."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    if any(last_part(dotted(d)) == "abstractmethod" for d in node.decorator_list):
+        return True
+    body = node.body[1:] if node.body and isinstance(node.body[0], ast.Expr) and is_string(node.body[0].value) else node.body
+    if len(body) != 1 or not isinstance(body[0], ast.Raise) or body[0].exc is None:
+        return False
+    raised = body[0].exc.func if isinstance(body[0].exc, ast.Call) else body[0].exc
+    return last_part(dotted(raised)) == "NotImplementedError"
+
+
 def bind_arguments(call: ast.Call, callee: Callee, expr: ast.expr) -> Optional[ast.expr]:
     """`expr`, read in the callee, with the callee's parameters replaced by what the call passes
     (a copy; None when the call unpacks `*args`)."""
@@ -263,6 +277,8 @@ class Resolver:
                 instance_of = self.instance_class(f"{owner.id}.{func.attr}", scope)
                 if instance_of is not None:
                     return self._class_method(instance_of, "__call__", depth)
+            if found is not None and _abstract(found.scope.node):
+                return None  # what runs is a subclass's override, out of sight from here
             return found
         if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
             cls = enclosing_class(scope)
@@ -277,6 +293,19 @@ class Resolver:
         if instance_of is not None:  # `self.updater.step()` with `self.updater = Updater(...)`
             return self._class_method(instance_of, func.attr, depth)
         return self._imported(f"{name}.{func.attr}", depth)
+
+    def left_to_subclasses(self, call: ast.Call, scope: Scope) -> bool:
+        """`self.forward_propagation(batch)` where the class's own method only raises
+        `NotImplementedError` (or is an `@abstractmethod`): a subclass's override runs, so what
+        the call does or returns is unknown (`resolve` gives None for it)."""
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in {"self", "cls"}):
+            return False
+        cls = enclosing_class(scope)
+        if cls is None or cls.class_node is None:
+            return False
+        found = self.method(cls.class_node, func.attr, 0)
+        return found is not None and _abstract(found.scope.node)
 
     def constructor(self, call: ast.Call, scope: Scope) -> Optional[Callee]:
         """`Trainer(model, ...)` of a project class: the `__init__` it runs (its own or a base's)."""

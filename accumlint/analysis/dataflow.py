@@ -528,6 +528,8 @@ class DataFlow:
             return SOURCE if not any(mentions(a, k_names) for a in call.args) else UNKNOWN  # Keras's own loss
         if self._inherited_unseen(call, at) or self.resolver.points_into_project(call):
             return UNKNOWN
+        if self.resolver.left_to_subclasses(call, at.scope):
+            return UNKNOWN
         if any(mentions(arg, k_names) for arg in call.args) or any(mentions(kw.value, k_names) for kw in call.keywords):
             return UNKNOWN
         return SOURCE
