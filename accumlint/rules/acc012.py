@@ -258,9 +258,19 @@ def _steps_under_accumulate(scope: Scope) -> bool:
     return any(method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls)
 
 
+def _reads_deepspeed_plugin(facts: ModuleFacts) -> bool:
+    """The module reads its accelerator's DeepSpeed plugin (`accelerator.state.deepspeed_plugin`):
+    it runs under DeepSpeed, whose engine divides and steps once per window behind
+    `accelerator.backward`, with k from the launch config."""
+    return facts.cached(
+        "acc012.deepspeed_plugin",
+        lambda: any(".deepspeed_plugin" in f"{o.name}." for scope in facts.collected.scopes for o in scope.occurrences),
+    )
+
+
 def _framework_accumulates(event: Event, facts: ModuleFacts) -> bool:
     if event.framework == Framework.ACCELERATE:
-        return facts.roles.accumulating_accelerator(event.receiver)
+        return facts.roles.accumulating_accelerator(event.receiver) or _reads_deepspeed_plugin(facts)
     return event.framework in {Framework.DEEPSPEED, Framework.LIGHTNING_AUTO}
 
 
