@@ -277,8 +277,6 @@ class Resolver:
                 instance_of = self.instance_class(f"{owner.id}.{func.attr}", scope)
                 if instance_of is not None:
                     return self._class_method(instance_of, "__call__", depth)
-            if found is not None and _abstract(found.scope.node):
-                return None  # what runs is a subclass's override, out of sight from here
             return found
         if isinstance(owner, ast.Call) and dotted(owner.func) == "super":
             cls = enclosing_class(scope)
@@ -297,7 +295,7 @@ class Resolver:
     def left_to_subclasses(self, call: ast.Call, scope: Scope) -> bool:
         """`self.forward_propagation(batch)` where the class's own method only raises
         `NotImplementedError` (or is an `@abstractmethod`): a subclass's override runs, so what
-        the call does or returns is unknown (`resolve` gives None for it)."""
+        the call returns is unknown."""
         func = call.func
         if not (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in {"self", "cls"}):
             return False

@@ -528,8 +528,6 @@ class DataFlow:
             return SOURCE if not any(mentions(a, k_names) for a in call.args) else UNKNOWN  # Keras's own loss
         if self._inherited_unseen(call, at) or self.resolver.points_into_project(call):
             return UNKNOWN
-        if self.resolver.left_to_subclasses(call, at.scope):
-            return UNKNOWN
         if any(mentions(arg, k_names) for arg in call.args) or any(mentions(kw.value, k_names) for kw in call.keywords):
             return UNKNOWN
         return SOURCE
@@ -648,7 +646,10 @@ class DataFlow:
 
     def _inherited_unseen(self, call: ast.Call, at: Stmt) -> bool:
         """`self.m()` / `super().m()` that is no attribute set in this file, in a class with a base
-        we cannot read (`transformers.Trainer`): the method may do anything."""
+        we cannot read (`transformers.Trainer`), or a method its own class leaves to subclasses:
+        the method that runs may do anything."""
+        if self.resolver.left_to_subclasses(call, at.scope):
+            return True
         func = call.func
         if not isinstance(func, ast.Attribute):
             return False

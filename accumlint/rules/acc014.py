@@ -226,6 +226,11 @@ def _defined_in(name: str, scope: Scope, loop: Loop) -> bool:
     return any(loop.contains(d.stmt) and _fresh(d) for d in scope.definitions(name))
 
 
+def _made_in(name: str, scope: Scope, loop: Loop) -> bool:
+    """`model` or, for `self.model`, the object that holds it, bound anew in the loop."""
+    return _defined_in(name, scope, loop) or _defined_in(name.split(".")[0], scope, loop)
+
+
 def _built_on(value: ast.expr) -> set[str]:
     """What an optimizer was built from: `SGD(model.parameters())` -> model, `make_opt(net)` -> net."""
     names: set[str] = set()
@@ -271,7 +276,7 @@ def _recreated(step: Event, scope: Scope, loop: Loop, resolver: Resolver) -> boo
     if made_here:
         for definition in made_here:
             models = _parameters_of(_built_from(definition.value, scope, resolver))
-            if not models or any(_defined_in(m, scope, loop) or _defined_in(m.split(".")[0], scope, loop) for m in models):
+            if not models or any(_made_in(m, scope, loop) for m in models):
                 return True
         return False
     current: Optional[Scope] = scope
@@ -279,7 +284,7 @@ def _recreated(step: Event, scope: Scope, loop: Loop, resolver: Resolver) -> boo
         for definition in current.definitions(name):
             if definition.value is not None:
                 for used in _built_on(definition.value):
-                    if _defined_in(used, scope, loop) or _defined_in(used.split(".")[0], scope, loop):
+                    if _made_in(used, scope, loop):
                         return True
         current = current.parent
     return False
