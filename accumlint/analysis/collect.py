@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from accumlint.analysis.entries import gates_its_own_window
+from accumlint.analysis.entries import gates_its_own_window, steps_each_optimizer
 from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
 from accumlint.frameworks import keras, lightning
 
@@ -106,6 +106,12 @@ class Stmt:
         return self.loops[-1] if self.loops else None
 
     @property
+    def step_loop(self) -> Optional["Loop"]:
+        """The innermost loop a step here repeats with: a loop that only steps each of several
+        optimizers (`for opt in optimizers: scaler.step(opt)`) runs within one iteration."""
+        return next((loop for loop in reversed(self.loops) if not loop.over_optimizers), None)
+
+    @property
     def is_statement(self) -> bool:
         """A real statement of the source (not a loop target or parameter record)."""
         return self.block is not None
@@ -162,6 +168,7 @@ class Loop:
     last_order: int = 0
     implicit: bool = False  # a framework hook called once per micro-batch (Lightning training_step)
     entry: bool = False  # implicit: a project function that gates its own window (see entries.py)
+    over_optimizers: bool = False  # `for opt in optimizers: opt.step()`: not a loop over data
 
     def contains(self, stmt: Stmt) -> bool:
         return any(loop is self for loop in stmt.loops)
@@ -343,6 +350,7 @@ class _Collector:
         is_for = isinstance(node, FOR_LOOPS)
         if is_for:
             loop.iter_expr = node.iter
+            loop.over_optimizers = steps_each_optimizer(node)
             self._read(node.iter, header)
             loop.targets = tuple(name for name, _ in target_names(node.target))
         else:

@@ -35,6 +35,28 @@ def _method_calls(nodes: Iterator[ast.AST], names: frozenset[str]) -> bool:
     )
 
 
+def steps_each_optimizer(loop: ast.AST) -> bool:
+    """`for optimizer in self.optimizers: scaler.step(optimizer)`: a loop over optimizers, not
+    over data, whose body steps the one its target names (as receiver or argument)."""
+    if not isinstance(loop, ast.For) or not isinstance(loop.target, ast.Name):
+        return False
+    target = loop.target.id
+    for node in _outside_loops(loop.body):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STEP_METHODS:
+            receiver = node.func.value
+            if (isinstance(receiver, ast.Name) and receiver.id == target) or any(
+                isinstance(arg, ast.Name) and arg.id == target for arg in node.args
+            ):
+                return True
+    return False
+
+
+def _steps(statements: list[ast.stmt]) -> bool:
+    """An optimizer step among these statements, outside loops or in a loop over optimizers."""
+    nodes = list(_outside_loops(statements))
+    return _method_calls(iter(nodes), _STEP_METHODS) or any(steps_each_optimizer(node) for node in nodes)
+
+
 def _window_test(test: ast.expr) -> bool:
     """A remainder (`step % k`, not string formatting) or a counter compared with a bound
     (`self.micro >= self.k`): what a window's gate is made of. The gate parser decides later."""
@@ -61,7 +83,7 @@ def _flag_tests(body: list[ast.stmt]) -> set[str]:
 
 def gates_its_own_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Backward on every call, outside any loop of the function, and an optimizer step inside an
-    `if` on a window test, also outside loops."""
+    `if` on a window test, also outside loops (a loop over the optimizers aside)."""
     body = function.body
     if not _method_calls(_outside_loops(body), _BACKWARD_METHODS):
         return False
@@ -71,6 +93,6 @@ def gates_its_own_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
             continue
         test = node.test
         if _window_test(test) or any(isinstance(n, ast.Name) and n.id in flags for n in ast.walk(test)):
-            if _method_calls(_outside_loops(node.body), _STEP_METHODS):
+            if _steps(node.body):
                 return True
     return False

@@ -861,7 +861,7 @@ def find_windows(
             in_loop.setdefault(id(enclosing), []).append(event)
     for loop in scope.loops:
         events = in_loop.get(id(loop), [])
-        steps = [e for e in events if e.kind == STEP and e.stmt.loop is loop]
+        steps = [e for e in events if e.kind == STEP and e.stmt.step_loop is loop]
         if not steps:
             continue
         found: list[Window] = []

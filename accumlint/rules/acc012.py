@@ -382,7 +382,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
     for loop in sf.scope.loops:
         if any(w.step_loop is loop for w in sf.windows):
             continue
-        steps = [e for e in sf.events if e.kind == STEP and e.stmt.loop is loop]
+        steps = [e for e in sf.events if e.kind == STEP and e.stmt.step_loop is loop]
         if not steps or any(_framework_steps(e, facts.analysed) for e in steps):
             continue
         if not all(_step_runs_every_micro_step(e, loop) for e in steps):
