@@ -8,12 +8,18 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_MODULE_BYTES = 2_000_000  # a generated monster is not a helper module worth reading
+# An import statement (its parenthesised name list too): the words in it name the modules it reads.
+_IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
+_NOT_PROJECT_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"})
+_MAX_IMPORTER_SCAN = 20_000  # files: a monorepo past this is not scanned for importers
 
 
 def project_root(path: Path) -> Path:
@@ -48,6 +54,7 @@ class ProjectIndex:
         self._folders: dict[Path, Path] = {}  # importer -> its resolved folder
         self._resolved_root = root.resolve()
         self._resolved: dict[Path, Path] = {}
+        self._imported_words: Optional[dict[str, list[Path]]] = None
 
     def resolved(self, path: Path) -> Path:
         """`path.resolve()`, asked of the file system once per path: every call into a module
@@ -115,6 +122,34 @@ class ProjectIndex:
             if found is not None:
                 return found, ".".join(parts[cut:])
         return None
+
+    def importers(self, path: Path) -> list[Path]:
+        """The project's files whose import statements name the module at `path` (its own name,
+        or its package's for an `__init__.py`): the candidates for calling into it. Each file is
+        read once per process, on the first question; a candidate may still turn out not to."""
+        if self._imported_words is None:
+            self._imported_words = self._scan_imports()
+        name = path.parent.name if path.stem == "__init__" else path.stem
+        return [p for p in self._imported_words.get(name, []) if self.resolved(p) != self.resolved(path)]
+
+    def _scan_imports(self) -> dict[str, list[Path]]:
+        words: dict[str, list[Path]] = {}
+        scanned = 0
+        for folder, subfolders, files in os.walk(self.root):
+            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _NOT_PROJECT_FOLDERS)
+            for file in sorted(f for f in files if f.endswith(".py")):
+                scanned += 1
+                if scanned > _MAX_IMPORTER_SCAN:
+                    return words
+                path = Path(folder) / file
+                try:
+                    text = path.read_text(encoding="utf-8", errors="replace")
+                except OSError:
+                    continue
+                named = {word for statement in _IMPORT.findall(text) for word in re.findall(r"\w+", statement)}
+                for word in named:
+                    words.setdefault(word, []).append(path)
+        return words
 
     # --- reading modules -------------------------------------------------------------------
     def read_before(self, path: Path) -> Optional[LocalModule]:

@@ -8,6 +8,7 @@ import math
 import operator
 import re
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt, enclosing_class
@@ -268,14 +269,30 @@ def _branch_paths(name: str, at: Stmt, k_names: set[str], base: Definition) -> l
 def _splitting_if(
     name: str, at: Stmt, k_names: set[str], base: Optional[Definition], chosen: tuple[tuple[ast.AST, str], ...]
 ) -> Optional[tuple[ast.AST, str]]:
-    """The outermost `if` around a fresh definition that `at` is not inside (and no way chose yet)."""
-    if base is None or base.value is None or name in names_in(base.value):
+    """The outermost `if` around a fresh definition that `at` is not inside (and no way chose yet).
+    A rescale of the earlier value (`loss = loss * w`) by a factor other than k splits only under a
+    test that names neither k nor the factor (`if batch["short"]: loss = loss * w`): a division by
+    k under a setting (`if accumulate: loss = loss / k`), or a rescale under a test of its own
+    factor, is the scale whenever it matters."""
+    if base is None or base.value is None:
         return None
+    rescale = name in names_in(base.value)
+    factor_names = (names_in(base.value) - {name}) | k_names
     for node, branch in base.stmt.path:
         if not isinstance(node, ast.If) or at.within(node) or any(node is n for n, _ in chosen):
             continue
+        if rescale and (not _multiplies(base.value, name) or names_in(node.test) & factor_names or mentions(base.value, k_names)):
+            return None
         return node, branch
     return None
+
+
+def _multiplies(value: ast.expr, name: str) -> bool:
+    """`loss * w`, `w * loss`, `loss / w`: the old value times a factor, and nothing else."""
+    return (
+        isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Mult, ast.Div))
+        and any(isinstance(side, ast.Name) and side.id == name for side in (value.left, value.right))
+    )
 
 
 def _chosen_by_divisor(tests: list[ast.expr], values: list[ast.expr], k_names: set[str]) -> bool:
@@ -465,11 +482,12 @@ class DataFlow:
         ):
             return NEUTRAL  # `eps=1e-7`, never handed anything but a number
         results = []
-        for site in self._calls_of(scope):
+        sites = [(site, self) for site in self._calls_of(scope)] or self._calls_from_importers(scope)
+        for site, flow in sites:
             bound = _bound_to(site.call, scope.params, {param.name})
             if len(bound) != 1 or isinstance(bound[0], ast.Starred):
                 return UNKNOWN
-            results.append(self.scaling(bound[0], site.stmt, k_names, depth + 1))
+            results.append(flow.scaling(bound[0], site.stmt, k_names, depth + 1))
             if results[-1] != results[0]:
                 return UNKNOWN
         return results[0] if results else UNKNOWN
@@ -520,6 +538,35 @@ class DataFlow:
             memo[id(function)] = found
         return found
 
+    def _calls_from_importers(self, function: Scope) -> list[tuple[CallSite, DataFlow]]:
+        """The call sites in the project's other modules that run `function` (a project optimizer
+        class's `step(loss, ...)` driven from the training script), each with its module's flow.
+        Asked only when this module never calls the function itself."""
+        memo: dict[int, list[tuple[CallSite, DataFlow]]] = self.__dict__.setdefault("_importer_calls_memo", {})
+        if id(function) in memo:
+            return memo[id(function)]
+        found: list[tuple[CallSite, DataFlow]] = []
+        memo[id(function)] = found
+        from accumlint.analysis.calls import analysed  # calls imports this module
+
+        module = self.resolver.module
+        if module.index is None or module.path is None or function.node is None:
+            return found
+        here = module.index.resolved(module.path)
+        for path in module.index.importers(here):
+            other = analysed(module.index, path)
+            if other is None:
+                continue
+            sites = [
+                site for scope in other.collected.scopes for site in scope.calls
+                if last_part(dotted(site.call.func)) == function.name
+                and _runs(other.resolver.resolve(site.call, scope), here, function)
+            ]
+            if sites:
+                module.consulted.add(module.index.resolved(path))  # its calls decide this module's findings
+                found += [(site, other.flow) for site in sites]
+        return found
+
     def _source(self, call: ast.Call, k_names, at: Stmt) -> Scaling:
         """A call we cannot see into: a fresh, unscaled loss (a criterion, a model), unless it is
         handed k (it may divide inside) or it is a method of the object's own class hierarchy
@@ -542,17 +589,24 @@ class DataFlow:
     def _returns_scaling(self, helper, k_names, depth, index=()) -> Scaling:
         returns, flow = helper
         results = []
+        kept = []
         for value, stmt in returns:
             for position in index:
+                if isinstance(value, ast.Tuple) and position >= len(value.elts) and not any(isinstance(e, ast.Starred) for e in value.elts):
+                    break  # `return pred, target` has no third element: another return gives the loss
                 if isinstance(value, ast.Tuple) and position < len(value.elts):
                     value = value.elts[position]
                 else:
                     return UNKNOWN
-            results.append(flow.scaling(value, stmt, k_names, depth + 1))
+            else:
+                results.append(flow.scaling(value, stmt, k_names, depth + 1))
+                kept.append((value, stmt))
+        if not results:
+            return UNKNOWN
         first = results[0]
         if all(r == first for r in results[1:]):
             return first
-        if _chosen_by_divisor(_separating_tests([stmt for _, stmt in returns], None), [v for v, _ in returns], k_names):
+        if _chosen_by_divisor(_separating_tests([stmt for _, stmt in kept], None), [v for v, _ in kept], k_names):
             return UNKNOWN
         return _alternatives(results)  # each return is a way the loss can take
 
@@ -1057,6 +1111,18 @@ class DataFlow:
             values = _bound_to(call, callee.scope.params, read)
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         return False
+
+
+def _runs(callee: Optional[Callee], path: Path, function: Scope) -> bool:
+    """The call runs `function` of the module at `path` (another reading of that module has its
+    own scope objects: the function is known by its place)."""
+    if callee is None or callee.module.path is None or callee.module.index is None:
+        return False
+    node, other = callee.scope.node, function.node
+    return (
+        callee.module.index.resolved(callee.module.path) == path and callee.scope.name == function.name
+        and getattr(node, "lineno", None) == getattr(other, "lineno", None)
+    )
 
 
 def _slot_detached(scope: Scope, name: str, after: int) -> bool:

@@ -65,7 +65,7 @@ def _no_division_helps(src: SourceText, scaling: Scaling, k_text: str, path: str
     if scaling.partial:
         return (
             f"loss reaches backward without division by the accumulation steps `{k_text}` on one of the "
-            f"branches that produce it (another divides): whenever that branch runs its micro-batch enters "
+            f"branches that produce it (another scales it): whenever that branch runs its micro-batch enters "
             f"the update `{k_text}` times too strongly{where}"
         )
     return None
