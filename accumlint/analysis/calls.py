@@ -290,7 +290,35 @@ class Resolver:
         instance_of = self.instance_class(name, scope)
         if instance_of is not None:  # `self.updater.step()` with `self.updater = Updater(...)`
             return self._class_method(instance_of, func.attr, depth)
+        chosen = self._registry_method(name, func.attr, scope, depth)
+        if chosen is not None:
+            return chosen
         return self._imported(f"{name}.{func.attr}", depth)
+
+    def _registry_method(self, name: str, attr: str, scope: Scope, depth: int) -> Optional[Callee]:
+        """`trainer = TRAINERS[args.task](args)` with `TRAINERS = {"bert": BertTrainer, ...}` a
+        module-level dict of this module's classes: the method `attr` when every class in the dict
+        runs the same one (subclasses that inherit `train` from their base)."""
+        definitions = scope.definitions(name)
+        if len(definitions) != 1 or definitions[0].kind != "assign":
+            return None
+        value = definitions[0].value
+        if not (isinstance(value, ast.Call) and isinstance(value.func, ast.Subscript) and isinstance(value.func.value, ast.Name)):
+            return None
+        tables = self.module.collected.scopes[0].definitions(value.func.value.id)
+        if len(tables) != 1 or tables[0].kind != "assign" or not isinstance(tables[0].value, ast.Dict):
+            return None
+        classes = self.module.collected.classes
+        callees = []
+        for entry in tables[0].value.values:
+            cls = classes.get(entry.id) if isinstance(entry, ast.Name) else None
+            callee = self.method(cls, attr, depth + 1) if cls is not None else None
+            if callee is None:
+                return None
+            callees.append(callee)
+        if not callees or any(c.scope is not callees[0].scope for c in callees):
+            return None
+        return callees[0]
 
     def left_to_subclasses(self, call: ast.Call, scope: Scope) -> bool:
         """`self.forward_propagation(batch)` where the class's own method only raises

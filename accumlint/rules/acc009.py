@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterator, Optional
+from typing import Iterable, Iterator, Optional
 
 import ast
 import re
@@ -67,11 +67,18 @@ def _sync_managed_in(module: AnalysedModule, facts: ModuleFacts) -> bool:
     return known[id(module)]
 
 
-def _backward_every_micro_step(window: Window, events: list[Event], facts: ModuleFacts) -> Optional[Event]:
+def _backward_every_micro_step(
+    window: Window, events: list[Event], facts: ModuleFacts, models: Iterable[str] = ()
+) -> Optional[Event]:
     """The first backward that runs on every micro-step of the window: the scope's own, or one
-    inside a function it calls (a loss scaler's `__call__`) whose modules control no sync."""
+    inside a function it calls (a loss scaler's `__call__`) whose modules control no sync. Not
+    `model.backward(loss)` of the DDP model's own name: a DDP module has no `backward`, so that
+    branch runs another engine (`if args.deepspeed: model.backward(loss)`)."""
+    engines = set(models)
     for event in events:
         if event.kind != BACKWARD or event.call is None:
+            continue
+        if isinstance(event.call.func, ast.Attribute) and dotted(event.call.func.value) in engines:
             continue
         if not (window.every_micro_step(event.stmt) or window.backward_in_call(event)):
             continue
@@ -271,7 +278,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                 if dotted(site.call.func) in models and window.micro_loop.contains(site.stmt)
             ]
             used = [name for name in used if _wrapping_in_sight(name, sf.scope, facts) is not None]
-            backward = _backward_every_micro_step(window, sf.events, facts) if used else None
+            backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
             if _helper_controls_sync(sf.scope, window, facts):
@@ -323,7 +330,7 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         for window in windows:
             if not _read_every_micro_step(handoff.name, reader, window):
                 continue
-            backward = _backward_every_micro_step(window, events, facts)
+            backward = _backward_every_micro_step(window, events, facts, (handoff.name,))
             if backward is not None and backward.call is not None:
                 found = True
                 yield handoff, reader, backward
