@@ -7,6 +7,7 @@ from typing import Callable, Iterator, Optional
 from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.calls import Callee
 from accumlint.analysis.facts import ScopeFacts
+from accumlint.analysis.reach import reached
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
@@ -59,6 +60,18 @@ def _unscaled_clip_in(callee: Callee) -> Optional[Event]:
     return None
 
 
+def _scaler_behind(backward: Event) -> Optional[str]:
+    """The GradScaler whose scaled loss this backward runs: its own, or for a call
+    (`self._run_batch(batch)`), the one every backward inside the called function goes through,
+    when nothing in there unscales."""
+    if backward.callee is None:
+        return backward.scaler
+    scalers = {found.event.scaler for found in reached(backward, BACKWARD)}
+    if len(scalers) != 1 or None in scalers or next(reached(backward, UNSCALE), None) is not None:
+        return None
+    return scalers.pop()
+
+
 def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """`scaler.scale(loss).backward()` in the loop, then `self._optimizer_step()` that clips and
     steps the scaler: the clip is reported where it is written (in this module), report only,
@@ -73,13 +86,16 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
             if e.order < call_event.order and loop.contains(e.stmt) and e.stmt.compatible(call_event.stmt)
             and e.kind in {BACKWARD, UNSCALE}
         ]
-        if not before or before[-1].kind != BACKWARD or before[-1].scaler is None:
+        scaler = _scaler_behind(before[-1]) if before and before[-1].kind == BACKWARD else None
+        if scaler is None:
             continue  # no scaled backward right before the call, or an unscale_ in between
         clip = _unscaled_clip_in(callee)
         if clip is None or clip.call is None or id(clip.call) in reported:
             continue
         reported.add(id(clip.call))
-        scaled = f"`{before[-1].scaler}.scale(...).backward()`"
+        scaled = f"`{scaler}.scale(...).backward()`"
+        if before[-1].callee is not None:
+            scaled += f" in `{before[-1].callee.scope.name}()`"
         if callee.module is facts.analysed:
             line = getattr(call_event.stmt.node, "lineno", "?")
             yield Violation(
