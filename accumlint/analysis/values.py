@@ -201,7 +201,7 @@ class ValueKinds:
 
     def _callee(self, call: ast.Call, at: Stmt):
         """The project function or method the call runs (a Callee), or None."""
-        return self.flow.resolver.resolve(call, at.scope) or instance_method(self.flow, call, at)
+        return self.flow.resolver.resolve(call, at.scope) or self.flow.instance_method(call, at)
 
     def _handed_to_backward(self, name: str, at: Stmt) -> bool:
         """The definition of `name` that reaches `at` is the one a backward of this function takes
@@ -337,7 +337,7 @@ class ValueKinds:
             if inside.startswith(_TORCH_HOST) or last_part(full) in _TUPLE_FUNCTIONS:
                 return UNKNOWN
             return TENSOR
-        if receiver is not None and method in _TENSOR_METHODS and instance_method(self.flow, call, at) is not None:
+        if receiver is not None and method in _TENSOR_METHODS and self.flow.instance_method(call, at) is not None:
             return self._returned(call, at, depth)  # `meter.mean()` of a project class: what it returns
         if receiver is not None and method in {"split", "chunk", "unbind", "tensor_split"}:
             return TENSORS if self.of(receiver, at, depth + 1) == TENSOR else UNKNOWN
@@ -472,19 +472,3 @@ def number_state(flow: "DataFlow", scope: Scope, name: str, loop_start: int) -> 
     if isinstance(start, ast.Constant) and type(start.value) is int and start.value == 0:
         return False  # `h = 0` may start a recurrent state that becomes a tensor
     return kinds.of(start, before[-1].stmt) == NUMBER
-
-
-def instance_method(flow: "DataFlow", call: ast.Call, at: Stmt):
-    """`meter.update(x)` where `meter = Meter(...)` was built in sight from a class of the project:
-    that class's method (a Callee), else None."""
-    func = call.func
-    if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
-        return None
-    base, _ = reaching(func.value.id, at.scope, at.order)
-    if base is None or base.kind != "assign" or not isinstance(base.value, ast.Call):
-        return None
-    cls = dotted(base.value.func)
-    if not class_like(cls):
-        return None
-    method = ast.Call(func=ast.Attribute(value=base.value.func, attr=func.attr, ctx=ast.Load()), args=[], keywords=[])
-    return flow.resolver.resolve(method, at.scope)

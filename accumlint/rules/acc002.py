@@ -13,7 +13,7 @@ from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
 from accumlint.analysis import lifetimes
-from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds, instance_method
+from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
@@ -86,18 +86,26 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
 
 
 _GRAPH_FREE_CALLS = {"item", "detach", "tolist", "numpy", "float", "int", "len", "round", "bool", "str"}
+# Of those, the methods whose result holds no graph (`x.float()` keeps it; `x.int()` cannot carry one).
+_GRAPH_FREE_METHODS = {"item", "detach", "tolist", "numpy", "int", "bool"}
 
 
 def _reads_parameter(expr: ast.expr, param: str) -> bool:
-    """`param` is read other than through `.item()`, `.detach()`, `float()`, `.data`, `.shape`."""
+    """`param` is read other than through `.item()`, `.detach()`, `float()`, `.data`, `.shape`, or
+    a field of it (`stat.loss`: what an object's field holds is not shown by the object)."""
     pending: list[ast.AST] = [expr]
     while pending:
         node = pending.pop()
         if isinstance(node, ast.Call) and method_of(node)[1] in _GRAPH_FREE_CALLS:
             receiver, method = method_of(node)
-            if receiver is not None or method in {"float", "int", "len", "round", "bool", "str"}:
+            if method in (_GRAPH_FREE_METHODS if receiver is not None else {"float", "int", "len", "round", "bool", "str"}):
                 continue
-        if isinstance(node, ast.Attribute) and node.attr in {"data", "shape"}:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            if isinstance(node.func.value, ast.Name) and node.func.value.id == param:
+                return True  # `val.float()`: a method of the value, which keeps its graph
+        if isinstance(node, ast.Attribute) and (node.attr in {"data", "shape"} or (
+            isinstance(node.value, ast.Name) and node.value.id == param
+        )):
             continue
         if isinstance(node, ast.Name) and node.id == param:
             return True
@@ -131,9 +139,12 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
         if not keep(site.stmt) or not isinstance(node, ast.Expr) or node.value is not site.call:
             continue
         func = site.call.func
-        if not isinstance(func, ast.Attribute) or not isinstance(func.value, ast.Name):
+        if not isinstance(func, ast.Attribute):
             continue
-        callee = instance_method(facts.flow, site.call, site.stmt)
+        holder = dotted(func.value)
+        if holder is None or not (isinstance(func.value, ast.Name) or lifetimes.own_attribute(holder)):
+            continue  # `meter.update(...)`, or `self.losses.update(...)` on the trainer's own meter
+        callee = facts.flow.resolver.resolve(site.call, site.stmt.scope) or facts.flow.instance_method(site.call, site.stmt)
         if callee is None or not callee.scope.params or callee.scope.params[0] != "self":
             continue
         kept = _kept_parameters(facts, callee.scope)
@@ -145,10 +156,10 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
             if isinstance(arg, ast.Starred):
                 break
             if index < len(params) and params[index] in kept:
-                yield func.value.id, arg, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[params[index]]}`"
+                yield holder, arg, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[params[index]]}`"
         for kw in site.call.keywords:
             if kw.arg in kept:
-                yield func.value.id, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
+                yield holder, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
 
 
 def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str, Stmt]]:
@@ -577,7 +588,9 @@ def _kept_on_self(facts: ModuleFacts, sf, by_scope: dict) -> Iterator[Violation]
     methods = lifetimes.class_methods(facts, scope)
     backwarded = _backward_tensors(sf.events)
     outside_loops = lambda s: all(loop.implicit for loop in s.loops)  # noqa: E731
-    for name, value, stmt in _accumulations(scope, outside_loops):
+    stores = [(name, value, stmt, "") for name, value, stmt in _accumulations(scope, outside_loops)]
+    stores += list(_meter_stores(facts, scope, outside_loops))  # `self.losses.update(loss)`
+    for name, value, stmt, via in stores:
         if not lifetimes.own_attribute(name) or not facts.flow.carries_graph(value, stmt):
             continue
         if next(lifetimes.resets(scope, name), None) is not None:
@@ -605,7 +618,7 @@ def _kept_on_self(facts: ModuleFacts, sf, by_scope: dict) -> Iterator[Violation]
         yield Violation(
             CODE,
             f"`{name}` lives on the object across calls of `{scope.name}` and keeps the autograd graph of "
-            f"`{value_text}` from every call alive: add `{new_value}` (or `.item()`)",
+            f"`{value_text}` from every call alive{f' ({via})' if via else ''}: add `{new_value}` (or `.item()`)",
             stmt.node,
             _detach_fix(facts, value, stmt, backwarded),
         )
