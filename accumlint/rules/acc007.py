@@ -7,6 +7,7 @@ from typing import Iterator
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
+from accumlint.analysis.passes import zeroed_each_pass
 from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import micro_step_zeroings
@@ -46,6 +47,20 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     event.stmt.node,
                     fix,
                 )
+        for found in zeroed_each_pass(sf.scope, sf.events, sf.windows):
+            if id(found.zero.stmt) in seen:
+                continue
+            seen.add(id(found.zero.stmt))
+            what = f"`{found.zero.helper}()` zeroes gradients" if found.zero.helper else "gradients are zeroed"
+            line = getattr(found.loop.node, "lineno", "?")
+            step_line = getattr(found.step.stmt.node, "lineno", "?")
+            yield Violation(
+                CODE,
+                f"{what} on every pass of the loop at line {line}, each of which runs backward, while the "
+                f"optimizer steps once after that loop (line {step_line}): only the last pass's gradient reaches "
+                f"the step; zero once before the loop",
+                found.zero.stmt.node,
+            )
         for dedented in dedented_backwards(sf.scope, sf.events):
             # The backward sits after the micro-batch loop: the same loss of a window, another cause.
             call = dedented.backward.call

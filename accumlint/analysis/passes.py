@@ -1,0 +1,86 @@
+"""A loop whose every pass runs backward, with the optimizer step once after it: the loop is one
+window of passes (chunks of a truncated sequence, micro-batches cut by size), whatever its count.
+Zeroing the gradients on every pass keeps only the last pass's gradient for that step (OpenNMT's
+truncated BPTT under `accum_count == 1`). Read only where no gated window covers the loop."""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from typing import Optional
+
+from accumlint.analysis.collect import FOR_LOOPS, Loop, Scope
+from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
+from accumlint.analysis.exprs import names_in
+from accumlint.analysis.windows import Window
+
+
+@dataclass(frozen=True)
+class ZeroedEachPass:
+    zero: Event  # the zeroing that runs on every pass, before that pass's backward
+    loop: Loop  # the loop of passes
+    step: Event  # the step that runs once after the loop
+
+
+def _assigned_in(loop: Loop, scope: Scope) -> set[str]:
+    return {d.name for ds in scope.defs.values() for d in ds if loop.contains(d.stmt)} | set(loop.targets)
+
+
+def _every_pass(zero: Event, loop: Loop, changing: set[str]) -> bool:
+    """The zeroing runs on each pass of its own loop (this one or one inside it), under no `if` on
+    something the passes change (`if j == 0:` zeroes once; `if self.accum_count == 1:` is a setting)."""
+    own = zero.stmt.loop
+    if own is None or not loop.contains(zero.stmt) or own.over_optimizers:
+        return False
+    inside = False
+    for node, _ in zero.stmt.path:
+        if node is loop.node:
+            inside = True
+        elif inside and isinstance(node, ast.If) and names_in(node.test) & changing:
+            return False
+    return True
+
+
+def _reads_gradients(loop: Loop) -> bool:
+    """`.grad` read in the loop, or `autograd.grad`: each pass's gradient is used on its own."""
+    for node in ast.walk(loop.node):
+        if isinstance(node, ast.Attribute) and node.attr == "grad":
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "grad":
+            return True
+    return False
+
+
+def _step_after(loop: Loop, events: list[Event]) -> Optional[Event]:
+    """The first step after the loop in the same pass of the loops around it."""
+    around = [l for l in loop.header.loops if not l.over_optimizers]
+    for event in events:
+        if event.kind != STEP or loop.contains(event.stmt) or event.order <= loop.last_order:
+            continue
+        if [l for l in event.stmt.loops if not l.over_optimizers] == around and event.stmt.compatible(loop.header):
+            return event
+    return None
+
+
+def zeroed_each_pass(scope: Scope, events: list[Event], windows: list[Window]) -> list[ZeroedEachPass]:
+    found: list[ZeroedEachPass] = []
+    covered = {id(w.micro_loop) for w in windows} | {id(w.step_loop) for w in windows}
+    for loop in scope.loops:
+        if loop.implicit or loop.over_optimizers or not isinstance(loop.node, FOR_LOOPS) or id(loop) in covered:
+            continue
+        inside = [e for e in events if loop.contains(e.stmt)]
+        backwards = [e for e in inside if e.kind == BACKWARD]
+        if not backwards or any(e.kind == STEP for e in inside) or _reads_gradients(loop):
+            continue
+        step = _step_after(loop, events)
+        if step is None:
+            continue
+        changing = _assigned_in(loop, scope)
+        for zero in inside:
+            if zero.kind != ZERO or not _every_pass(zero, loop, changing):
+                continue
+            own = zero.stmt.loop
+            if own is not None and any(b.order > zero.order and own.contains(b.stmt) for b in backwards):
+                found.append(ZeroedEachPass(zero, loop, step))
+                break
+    return found
