@@ -7,7 +7,7 @@ from typing import Iterable, Iterator, Optional
 import ast
 import re
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Scope, Stmt
@@ -195,7 +195,7 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
             current = current.parent
     for candidate in scopes:
         for definition in candidate.definitions(name):
-            if definition.kind == "assign" and _wraps(definition.value, candidate, facts):
+            if definition.kind == "assign" and _wraps(definition.value, candidate, facts, name):
                 return definition
     return None
 
@@ -204,17 +204,53 @@ def _builds_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
     return isinstance(value, ast.Call) and roles.canonical(dotted(value.func)).rsplit(".", 1)[-1] in ddp.WRAPPERS
 
 
-def _wraps(value: Optional[ast.expr], scope: Scope, facts: ModuleFacts) -> bool:
-    """`DDP(model, ...)`, or a call of a project function whose every return is one
-    (`model = smart_DDP(model)`); only functions whose name speaks of parallelism are read."""
+def _wraps(value: Optional[ast.expr], scope: Scope, facts: ModuleFacts, target: str = "") -> bool:
+    """`DDP(model, ...)`, or a call of a project function whose every return is one, built in the
+    `return` or in the name it returns (`model = setup_model(model)` with `return DDP(model, ...)`
+    or `model = DDP(model); return model`), in a module that builds a wrapper. The function is
+    read when its name speaks of parallelism, or when the name it is assigned to holds a model in a
+    module with an accumulation window (resolving every call of a whole repository would cost more
+    than the rule is worth)."""
     if _builds_wrapper(value, facts.roles):
         return True
-    if not isinstance(value, ast.Call) or not _PARALLEL_WORDS.search(last_part(dotted(value.func))):
+    if not isinstance(value, ast.Call):
+        return False
+    if not _PARALLEL_WORDS.search(last_part(dotted(value.func))) and not (
+        _accumulates(facts) and lifetimes.is_model(target, _model_names(facts))
+    ):
         return False
     callee = facts.analysed.resolver.resolve(value, scope)
-    if callee is None or not callee.scope.returns:
+    if callee is None or not callee.scope.returns or not _builds_wrappers(callee.module):
         return False
-    return all(_builds_wrapper(returned, callee.module.roles) for returned, _ in callee.scope.returns)
+    return all(_returns_wrapper(returned, stmt, callee.module.roles) for returned, stmt in callee.scope.returns)
+
+
+def _accumulates(facts: ModuleFacts) -> bool:
+    return any(sf.windows for sf in facts.scopes)
+
+
+def _model_names(facts: ModuleFacts) -> set[str]:
+    return facts.cached("acc009_model_names", lambda: lifetimes.model_objects(facts))
+
+
+def _builds_wrappers(module: AnalysedModule) -> bool:
+    """Some call in the module builds a DDP/FSDP wrapper (worked out once per module)."""
+    memo = module.collected.memo
+    if "acc009.builds_wrappers" not in memo:
+        memo["acc009.builds_wrappers"] = any(
+            _builds_wrapper(site.call, module.roles) for scope in module.collected.scopes for site in scope.calls
+        )
+    return bool(memo["acc009.builds_wrappers"])
+
+
+def _returns_wrapper(returned: ast.expr, stmt: Stmt, roles: Roles) -> bool:
+    """`return DDP(model)`, or `return model` after `model = DDP(model)` in that function."""
+    if _builds_wrapper(returned, roles):
+        return True
+    if not isinstance(returned, ast.Name):
+        return False
+    definitions = [d for d in stmt.scope.definitions(returned.id) if d.order < stmt.order and d.stmt.compatible(stmt)]
+    return bool(definitions) and definitions[-1].kind == "assign" and _builds_wrapper(definitions[-1].value, roles)
 
 
 def _ddp_models(facts: ModuleFacts) -> set[str]:
@@ -224,7 +260,7 @@ def _ddp_models(facts: ModuleFacts) -> set[str]:
         for scope in facts.collected.scopes:
             for name, definitions in scope.defs.items():
                 if name not in found and any(
-                    d.kind == "assign" and not _builds_wrapper(d.value, facts.roles) and _wraps(d.value, scope, facts)
+                    d.kind == "assign" and not _builds_wrapper(d.value, facts.roles) and _wraps(d.value, scope, facts, name)
                     for d in definitions
                 ):
                     found.add(name)
