@@ -26,14 +26,14 @@ def _assigned_in(loop: Loop, scope: Scope) -> set[str]:
     return {d.name for ds in scope.defs.values() for d in ds if loop.contains(d.stmt)} | set(loop.targets)
 
 
-def _every_pass(zero: Event, loop: Loop, changing: set[str]) -> bool:
-    """The zeroing runs on each pass of its own loop (this one or one inside it), under no `if` on
+def _on_every_pass(event: Event, loop: Loop, changing: set[str]) -> bool:
+    """The event runs on each pass of its own loop (this one or one inside it), under no `if` on
     something the passes change (`if j == 0:` zeroes once; `if self.accum_count == 1:` is a setting)."""
-    own = zero.stmt.loop
-    if own is None or not loop.contains(zero.stmt) or own.over_optimizers:
+    own = event.stmt.loop
+    if own is None or not loop.contains(event.stmt) or own.over_optimizers:
         return False
     inside = False
-    for node, _ in zero.stmt.path:
+    for node, _ in event.stmt.path:
         if node is loop.node:
             inside = True
         elif inside and isinstance(node, ast.If) and names_in(node.test) & changing:
@@ -62,25 +62,44 @@ def _step_after(loop: Loop, events: list[Event]) -> Optional[Event]:
     return None
 
 
-def zeroed_each_pass(scope: Scope, events: list[Event], windows: list[Window]) -> list[ZeroedEachPass]:
-    found: list[ZeroedEachPass] = []
+def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list[tuple[Loop, Event]]:
+    """The loops of this scope whose passes run backward and never step, with the step that runs
+    once after them (the first, where several do): each is one window of passes."""
+    found: list[tuple[Loop, Event]] = []
     covered = {id(w.micro_loop) for w in windows} | {id(w.step_loop) for w in windows}
     for loop in scope.loops:
         if loop.implicit or loop.over_optimizers or not isinstance(loop.node, FOR_LOOPS) or id(loop) in covered:
             continue
         inside = [e for e in events if loop.contains(e.stmt)]
-        backwards = [e for e in inside if e.kind == BACKWARD]
-        if not backwards or any(e.kind == STEP for e in inside) or _reads_gradients(loop):
+        if not any(e.kind == BACKWARD for e in inside) or any(e.kind == STEP for e in inside) or _reads_gradients(loop):
             continue
         step = _step_after(loop, events)
-        if step is None:
-            continue
+        if step is not None:
+            found.append((loop, step))
+    return found
+
+
+def zeroed_each_pass(scope: Scope, events: list[Event], windows: list[Window]) -> list[ZeroedEachPass]:
+    found: list[ZeroedEachPass] = []
+    for loop, step in pass_loops(scope, events, windows):
+        inside = [e for e in events if loop.contains(e.stmt)]
+        backwards = [e for e in inside if e.kind == BACKWARD]
         changing = _assigned_in(loop, scope)
         for zero in inside:
-            if zero.kind != ZERO or not _every_pass(zero, loop, changing):
+            if zero.kind != ZERO or not _on_every_pass(zero, loop, changing):
                 continue
             own = zero.stmt.loop
             if own is not None and any(b.order > zero.order and own.contains(b.stmt) for b in backwards):
                 found.append(ZeroedEachPass(zero, loop, step))
                 break
     return found
+
+
+def backward_each_pass(scope: Scope, events: list[Event], loop: Loop) -> Optional[Event]:
+    """The first backward that runs on every pass of the loop: directly in it, under no `if` on
+    something the passes change."""
+    changing = _assigned_in(loop, scope)
+    for event in events:
+        if event.kind == BACKWARD and event.call is not None and _on_every_pass(event, loop, changing) and event.stmt.loop is loop:
+            return event
+    return None

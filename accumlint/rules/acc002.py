@@ -383,7 +383,40 @@ def _graph_value(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: se
     `lr * seq_len / bptt`), and either a tensor or something made by the forward pass (not a
     helper's count of the batch, `tokens += count(batch)`)."""
     kind = _value_kind(facts, value, stmt, backwarded)
+    if kind == UNKNOWN and _made_out_of_sight(facts, value, stmt, backwarded):
+        return False
     return kind == TENSOR or (kind != NUMBER and _from_forward(facts, value, stmt, backwarded))
+
+
+def _made_out_of_sight(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
+    """`top1[0]` with `top1 = accuracy(logits, y)`: made from the outputs of another call by a
+    function that is neither a model nor a loss and whose code is not in sight (another notebook
+    cell, a library), and not on the way to backward: what it returns is unknown (a metric is a
+    number more often than not), and unknown is silence."""
+    base = value
+    while isinstance(base, (ast.Subscript, ast.Attribute)):
+        base = base.value
+    if isinstance(base, ast.Call):
+        call: Optional[ast.expr] = base
+    elif isinstance(base, ast.Name) and base.id not in backwarded:
+        definition, updates = reaching(base.id, stmt.scope, stmt.order, stmt)
+        call = definition.value if definition is not None and not updates and definition.kind in {"assign", "unpack"} else None
+    else:
+        return False
+    if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+        return False
+    models = facts.cached("acc002_models", lambda: lifetimes.model_objects(facts))
+    if _forward_call(call, models) or facts.flow.resolver.resolve(call, stmt.scope) is not None:
+        return False
+    return any(_made_by_a_call(arg, stmt) for arg in call.args)
+
+
+def _made_by_a_call(arg: ast.expr, stmt: Stmt) -> bool:
+    """`logits` with `logits = model(x)` in sight: an output handed on (not the batch itself)."""
+    if not isinstance(arg, ast.Name):
+        return False
+    definition, _ = reaching(arg.id, stmt.scope, stmt.order, stmt)
+    return definition is not None and definition.kind in {"assign", "unpack"} and isinstance(definition.value, ast.Call)
 
 
 def _detach_fix(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> Optional[Fix]:
@@ -520,6 +553,8 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
                 continue
             if not facts.flow.carries_graph(value, stmt) or not lifetimes.forward_in(value, stmt, models, loop):
                 continue
+            if _value_kind(facts, value, stmt, set()) == UNKNOWN and _made_out_of_sight(facts, value, stmt, set()):
+                continue  # a metric computed from the outputs by a function out of sight
             if _handed_out(facts, scope, name):
                 continue  # handed to the caller, who may backward it or run this under no_grad
             if lifetimes.consumed(scope, name, facts.collected.scopes):

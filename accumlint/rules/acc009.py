@@ -13,6 +13,7 @@ from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
+from accumlint.analysis.passes import backward_each_pass, pass_loops
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, last_part, method_of
@@ -82,13 +83,17 @@ def _backward_every_micro_step(
             continue
         if not (window.every_micro_step(event.stmt) or window.backward_in_call(event)):
             continue
-        if event.callee is None:
-            return event
-        chain = list(reached(event, BACKWARD))
-        modules = {id(m): m for m in [r.module for r in chain] + [c.callee.module for r in chain for c in r.calls if c.callee]}
-        if chain and not any(_sync_managed_in(m, facts) for m in modules.values()):
+        if event.callee is None or not _helpers_manage_sync(event, facts):
             return event
     return None
+
+
+def _helpers_manage_sync(call: Event, facts: ModuleFacts) -> bool:
+    """The backward runs inside called functions (a loss scaler's `__call__`) of a module that
+    controls sync itself, or none is found."""
+    chain = list(reached(call, BACKWARD))
+    modules = {id(m): m for m in [r.module for r in chain] + [c.callee.module for r in chain for c in r.calls if c.callee]}
+    return not chain or any(_sync_managed_in(m, facts) for m in modules.values())
 
 
 def _runs_the_model(model: str, inside: list[Stmt], scope: Scope, facts: ModuleFacts) -> bool:
@@ -328,6 +333,33 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             )
 
 
+def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
+    """A DDP model wrapped in sight and run in a loop of micro-batches whose every pass runs
+    backward, with the step once after the loop (`for batch in batch_steps: ... backward()` then
+    `optimizer.step()`): however many passes there are, each all-reduces."""
+    models = _ddp_models(facts)
+    for sf in facts.scopes:
+        for loop, _ in pass_loops(sf.scope, sf.events, sf.windows):
+            read = {o.name for o in sf.scope.occurrences if o.name in models and loop.contains(o.stmt)}
+            read |= {  # `self.model(x)`: the wrapped model called, not read as a name
+                name for site in sf.scope.calls
+                if (name := dotted(site.call.func)) in models and loop.contains(site.stmt)
+            }
+            used = sorted(name for name in read if _wrapping_in_sight(name, sf.scope, facts) is not None)
+            backward = backward_each_pass(sf.scope, sf.events, loop) if used else None
+            if backward is None or backward.call is None or id(backward.call) in reported:
+                continue
+            if backward.callee is not None and _helpers_manage_sync(backward, facts):
+                continue
+            reported.add(id(backward.call))
+            yield Violation(
+                CODE,
+                "the DistributedDataParallel model reduces gradients across ranks on every pass of this loop "
+                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0])}",
+                backward.call,
+            )
+
+
 def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped here and handed to a function (or a project class) whose loop
     accumulates with it: `model = DDP(model)` in `main()`, then `train_one_epoch(model, ...)`."""
@@ -413,4 +445,5 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         return
     reported: set[int] = set()
     yield from _in_the_loop(facts, reported)
+    yield from _in_a_loop_of_passes(facts, reported)
     yield from _handed_over(facts, reported)
