@@ -10,7 +10,7 @@ import re
 from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.calls import AnalysedModule
-from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Scope, Stmt
+from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.passes import backward_each_pass, pass_loops
@@ -308,17 +308,19 @@ def _helper_controls_sync(scope: Scope, window: Window, facts: ModuleFacts) -> b
     return False
 
 
+def _wrapped_models_in(loop: Loop, scope: Scope, facts: ModuleFacts, models: set[str]) -> list[str]:
+    """The DDP models wrapped in sight that the loop reads or calls (`self.model(x)`), in order."""
+    used = [o.name for o in scope.occurrences if o.name in models and loop.contains(o.stmt)]
+    used += [dotted(site.call.func) or "" for site in scope.calls if dotted(site.call.func) in models and loop.contains(site.stmt)]
+    return [name for name in used if _wrapping_in_sight(name, scope, facts) is not None]
+
+
 def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight of the loop that accumulates with it."""
     models = _ddp_models(facts)
     for sf in facts.scopes:
         for window in sf.windows:
-            used = [o.name for o in sf.scope.occurrences if o.name in models and window.micro_loop.contains(o.stmt)]
-            used += [  # `self.model(x)`: the wrapped model called, not read as a name
-                dotted(site.call.func) or "" for site in sf.scope.calls
-                if dotted(site.call.func) in models and window.micro_loop.contains(site.stmt)
-            ]
-            used = [name for name in used if _wrapping_in_sight(name, sf.scope, facts) is not None]
+            used = _wrapped_models_in(window.micro_loop, sf.scope, facts, models)
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
@@ -340,12 +342,7 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
     models = _ddp_models(facts)
     for sf in facts.scopes:
         for loop, _ in pass_loops(sf.scope, sf.events, sf.windows):
-            read = {o.name for o in sf.scope.occurrences if o.name in models and loop.contains(o.stmt)}
-            read |= {  # `self.model(x)`: the wrapped model called, not read as a name
-                name for site in sf.scope.calls
-                if (name := dotted(site.call.func)) in models and loop.contains(site.stmt)
-            }
-            used = sorted(name for name in read if _wrapping_in_sight(name, sf.scope, facts) is not None)
+            used = _wrapped_models_in(loop, sf.scope, facts, models)
             backward = backward_each_pass(sf.scope, sf.events, loop) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
