@@ -1,43 +1,22 @@
 """Every buggy scenario is flagged with its code; every fixed one and every control is clean.
 
 The scripts run unmodified through the runner behind `accumlint run`, several per interpreter
-(tests/runtime/batch_run.py) so the matrix pays torch's import once per core; the CLI itself
-is exercised by real subprocess runs in test_cli.py."""
+(tests/runtime/batch_run.py, in the session fixture of conftest.py) so the matrix pays torch's
+import once per core; the CLI itself is exercised by real subprocess runs in test_cli.py."""
 
-import json
 import os
-import subprocess
-import sys
-from concurrent.futures import ThreadPoolExecutor
 from types import SimpleNamespace
 
 import pytest
 
-from runtime_helpers import ROOT, subprocess_env
 from runtime_checks import CONTROLS, SCENARIOS, control_path
-
-BATCH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "batch_run.py")
-
-
-def _run_batch(scripts):
-    proc = subprocess.run([sys.executable, BATCH, *scripts], capture_output=True, text=True,
-                          env=subprocess_env(), cwd=ROOT, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
 @pytest.fixture(scope="module")
-def results():
-    scripts = [s.path(v) for s in SCENARIOS for v in ("buggy", "fixed")]
-    scripts += [control_path(c) for c in CONTROLS]
-    workers = max(2, os.cpu_count() or 2)
-    groups = [scripts[i::workers] for i in range(workers)]
-    merged = {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        for part in pool.map(_run_batch, groups):
-            merged.update(part)
-    return {script: (SimpleNamespace(returncode=r["status"], stdout=r["stdout"], stderr=""),
-                     r["findings"]) for script, r in merged.items()}
+def results(scenario_runs):
+    runs = scenario_runs[0]
+    return {script: (SimpleNamespace(returncode=r["status"], stdout=r["stdout"], stderr=""), r["findings"])
+            for script, r in runs.items()}
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: s.name)
