@@ -8,6 +8,9 @@ import re
 import socket
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
 
 from runtime_helpers import ROOT, subprocess_env
 
@@ -44,27 +47,45 @@ TORCH_RUN = [sys.executable, "-m", "torch.distributed.run"]
 TORCHRUN = [os.path.join(os.path.dirname(sys.executable), "torchrun")]
 
 
-def test_distributed_run_with_a_plain_script_reports_per_rank(tmp_path):
-    proc, losses, reports = _launch(TORCH_RUN, tmp_path, {"ACC_DDP_BUGGY": "1"})
+@pytest.fixture(scope="module")
+def launches(tmp_path_factory):
+    """The four launches this module reads, two at a time: most of a launch is its three
+    interpreters starting and importing torch, and the ranks of one wait on each other."""
+    jobs = {
+        "buggy": (TORCH_RUN, {"ACC_DDP_BUGGY": "1"}, True),
+        "sync": (TORCHRUN, {"ACC_DDP_SYNC": "1"}, True),
+        "sync-plain": (TORCHRUN, {"ACC_DDP_SYNC": "1"}, False),
+        "no-sync": (TORCH_RUN, {}, True),
+    }
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = {
+            key: pool.submit(_launch, launcher, tmp_path_factory.mktemp(key), env, checked)
+            for key, (launcher, env, checked) in jobs.items()
+        }
+        return {key: future.result() for key, future in started.items()}
+
+
+def test_distributed_run_with_a_plain_script_reports_per_rank(launches):
+    proc, losses, reports = launches["buggy"]
     assert [[f["code"] for f in rep] for rep in reports] == [["ACC001"], ["ACC001"]]
     assert [rep[0]["evidence"]["rank"] for rep in reports] == [0, 1]
     assert proc.stdout.count("accumlint run: 1 finding (4 optimizer steps, 4 windows") == 2
     assert "accumlint run:" not in proc.stderr  # the launcher's own process was left alone
 
 
-def test_ddp_sync_every_micro_step_is_acc009_and_numbers_unchanged(tmp_path):
-    proc, losses, reports = _launch(TORCHRUN, tmp_path, {"ACC_DDP_SYNC": "1"})
+def test_ddp_sync_every_micro_step_is_acc009_and_numbers_unchanged(launches):
+    proc, losses, reports = launches["sync"]
     for rep in reports:
         (finding,) = rep
         assert finding["code"] == "ACC009"
         assert finding["evidence"]["all_reduces_per_window"] == [4, 4, 4, 4]
         assert finding["evidence"]["table"]["columns"][2] == "all-reduced on"
-    _, plain_losses, _ = _launch(TORCHRUN, tmp_path, {"ACC_DDP_SYNC": "1"}, checked=False)
+    _, plain_losses, _ = launches["sync-plain"]
     assert losses and losses == plain_losses  # the counting hook changes no number
 
 
-def test_ddp_with_no_sync_is_clean_under_the_launcher(tmp_path):
-    _, _, reports = _launch(TORCH_RUN, tmp_path, {})
+def test_ddp_with_no_sync_is_clean_under_the_launcher(launches):
+    _, _, reports = launches["no-sync"]
     assert reports == [[], []]
 
 

@@ -84,6 +84,8 @@ def runs(tmp_path_factory):
     jobs["max-steps"] = lambda: accumlint_run("--max-steps", "5", files["forever.py"])
     jobs["json"] = lambda: accumlint_run("--format", "json", "--report", str(report), buggy)
     jobs["text"] = lambda: accumlint_run(BY_NAME["acc007_zero_in_window"].path("buggy"))
+    for flagged in (False, True):
+        jobs[("torchrun", flagged)] = lambda flagged=flagged: _torchrun(folder, flagged)
     for name in SAME_SEED:
         script = BY_NAME[name].path("fixed")
         jobs[("plain", name)] = lambda script=script: _plain_python(script)
@@ -166,18 +168,23 @@ def _free_port() -> int:
         return probe.getsockname()[1]
 
 
-@pytest.mark.parametrize("buggy", [False, True])
-def test_torchrun_ddp_no_sync(tmp_path, buggy):
+def _torchrun(folder, buggy: bool) -> tuple[subprocess.CompletedProcess, list]:
     env = subprocess_env()
     env["ACC_DDP_BUGGY"] = "1" if buggy else "0"
-    report = tmp_path / "report.json"
+    report = folder / f"report-{buggy}.json"
     torchrun = os.path.join(os.path.dirname(sys.executable), "torchrun")
     proc = subprocess.run(
         [torchrun, "--nproc_per_node", "2", "--master_port", str(_free_port()),
          "-m", "accumlint.run", "--report", str(report),
          os.path.join(ROOT, "runtime_checks", "controls", "ddp_no_sync.py")],
         capture_output=True, text=True, env=env, cwd=ROOT, timeout=300)
-    reports = [json.loads((tmp_path / f"report.rank{r}.json").read_text()) for r in (0, 1)]
+    reports = [json.loads((folder / f"report-{buggy}.rank{r}.json").read_text()) for r in (0, 1)]
+    return proc, reports
+
+
+@pytest.mark.parametrize("buggy", [False, True])
+def test_torchrun_ddp_no_sync(runs, buggy):
+    proc, reports = runs[("torchrun", buggy)]
     if buggy:
         assert all([f["code"] for f in rep] == ["ACC001"] for rep in reports), proc.stdout
         # Findings do not fail the ranks under a launcher (no ChildFailedError); each rank says so.
@@ -187,6 +194,7 @@ def test_torchrun_ddp_no_sync(tmp_path, buggy):
     else:
         assert reports == [[], []], proc.stdout
         assert proc.returncode == 0, proc.stderr[-2000:]
+
 
 def test_registering_the_command_does_not_import_torch():
     code = ("import sys; import accumlint.runtime.cli, accumlint.run; "
