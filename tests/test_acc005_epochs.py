@@ -278,3 +278,30 @@ def test_multi_module_loader_returned_by_another_module(tmp_path):
     found = [f for f in result.findings if f.code == "ACC005"]
     assert [(f.location.row, f.fix is None) for f in found] == [(8, True)]
     assert "counted from 0" in found[0].message
+
+
+BAR_BOUND_TO_A_NAME = """
+import torch
+from tqdm import tqdm
+
+def train(model, optimizer, train_dataloader, args):
+    for epoch in range(args.epochs):
+        bar = {bar}
+        for step, batch in bar:
+            loss = model(batch).mean() / args.gradient_accumulation_steps
+            loss.backward()
+            if (step + 1) % args.gradient_accumulation_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def test_a_progress_bar_of_enumerate_bound_to_a_name_is_read_through_the_name():
+    source = BAR_BOUND_TO_A_NAME.replace("{bar}", "tqdm(enumerate(train_dataloader))")
+    gate = next(i for i, line in enumerate(source.splitlines(), 1) if "% args.gradient_accumulation_steps" in line)
+    assert [f.location.row for f in acc005(source)] == [gate]
+
+
+def test_a_name_bound_to_an_endless_iterator_is_no_epoch():
+    source = BAR_BOUND_TO_A_NAME.replace("{bar}", "enumerate(itertools.cycle(train_dataloader))")
+    assert acc005("import itertools\n" + source) == []

@@ -10,6 +10,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import BACKWARD, STEP, ZERO
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.calls import Resolver
+from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
@@ -93,6 +94,11 @@ def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, in
     if not isinstance(node, FOR_LOOPS):
         return None
     iterable = node.iter
+    if isinstance(iterable, ast.Name):  # `bar = tqdm(enumerate(loader))`, then `for step, batch in bar:`
+        header = window.micro_loop.header
+        definition, updates = reaching(iterable.id, header.scope, header.order, header)
+        if definition is not None and not updates and definition.kind == "assign" and isinstance(definition.value, ast.Call):
+            iterable = definition.value
     if isinstance(iterable, ast.Call) and (dotted(iterable.func) or "") in _PROGRESS_BARS:
         wrapped = positional(iterable, 0)  # `tqdm(enumerate(loader))`
         if isinstance(wrapped, ast.Call) and dotted(wrapped.func) == "enumerate":
