@@ -530,12 +530,7 @@ class DataFlow:
         memo: dict[int, list[CallSite]] = self.__dict__.setdefault("_calls_of_memo", {})
         found = memo.get(id(function))
         if found is None:
-            found = [
-                site for scope in self.collected.scopes for site in scope.calls
-                if last_part(dotted(site.call.func)) == function.name
-                and (callee := self.resolver.resolve(site.call, scope)) is not None and callee.scope is function
-            ]
-            memo[id(function)] = found
+            found = memo[id(function)] = _sites_running(self, function, lambda callee: callee.scope is function)
         return found
 
     def _calls_from_importers(self, function: Scope) -> list[tuple[CallSite, DataFlow]]:
@@ -557,11 +552,7 @@ class DataFlow:
             other = analysed(module.index, path)
             if other is None:
                 continue
-            sites = [
-                site for scope in other.collected.scopes for site in scope.calls
-                if last_part(dotted(site.call.func)) == function.name
-                and _runs(other.resolver.resolve(site.call, scope), here, function)
-            ]
+            sites = _sites_running(other.flow, function, lambda callee: _runs(callee, here, function))
             if sites:
                 module.consulted.add(module.index.resolved(path))  # its calls decide this module's findings
                 found += [(site, other.flow) for site in sites]
@@ -1113,10 +1104,19 @@ class DataFlow:
         return False
 
 
-def _runs(callee: Optional[Callee], path: Path, function: Scope) -> bool:
+def _sites_running(flow: DataFlow, function: Scope, runs: Callable[[Callee], bool]) -> list[CallSite]:
+    """The call sites of the flow's module that name `function` and resolve to a callee `runs` accepts."""
+    return [
+        site for scope in flow.collected.scopes for site in scope.calls
+        if last_part(dotted(site.call.func)) == function.name
+        and (callee := flow.resolver.resolve(site.call, scope)) is not None and runs(callee)
+    ]
+
+
+def _runs(callee: Callee, path: Path, function: Scope) -> bool:
     """The call runs `function` of the module at `path` (another reading of that module has its
     own scope objects: the function is known by its place)."""
-    if callee is None or callee.module.path is None or callee.module.index is None:
+    if callee.module.path is None or callee.module.index is None:
         return False
     node, other = callee.scope.node, function.node
     return (

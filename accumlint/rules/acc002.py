@@ -85,9 +85,10 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
                 yield holder, args[value_index], site.stmt
 
 
-_GRAPH_FREE_CALLS = {"item", "detach", "tolist", "numpy", "float", "int", "len", "round", "bool", "str"}
-# Of those, the methods whose result holds no graph (`x.float()` keeps it; `x.int()` cannot carry one).
+# Calls whose result holds no graph: methods (`x.float()` keeps it; `x.int()` cannot carry one)
+# and builtins.
 _GRAPH_FREE_METHODS = {"item", "detach", "tolist", "numpy", "int", "bool"}
+_GRAPH_FREE_BUILTINS = {"float", "int", "len", "round", "bool", "str"}
 
 
 def _reads_parameter(expr: ast.expr, param: str) -> bool:
@@ -96,12 +97,11 @@ def _reads_parameter(expr: ast.expr, param: str) -> bool:
     pending: list[ast.AST] = [expr]
     while pending:
         node = pending.pop()
-        if isinstance(node, ast.Call) and method_of(node)[1] in _GRAPH_FREE_CALLS:
+        if isinstance(node, ast.Call):
             receiver, method = method_of(node)
-            if method in (_GRAPH_FREE_METHODS if receiver is not None else {"float", "int", "len", "round", "bool", "str"}):
+            if method in (_GRAPH_FREE_METHODS if receiver is not None else _GRAPH_FREE_BUILTINS):
                 continue
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            if isinstance(node.func.value, ast.Name) and node.func.value.id == param:
+            if isinstance(receiver, ast.Name) and receiver.id == param:
                 return True  # `val.float()`: a method of the value, which keeps its graph
         if isinstance(node, ast.Attribute) and (node.attr in {"data", "shape"} or (
             isinstance(node.value, ast.Name) and node.value.id == param
