@@ -40,7 +40,7 @@ class Discovery:
     warnings: list[str] = field(default_factory=list)  # patterns that matched nothing
 
 
-def _skip_dir(name: str) -> bool:
+def skipped_dir(name: str) -> bool:
     return name in SKIPPED_DIRS or name.endswith(".egg-info")
 
 
@@ -96,7 +96,7 @@ class _Walk:
             kept = []
             for name in sorted(dirs):
                 child = os.path.join(root, name)
-                if _skip_dir(name):
+                if skipped_dir(name):
                     continue
                 self._note_patterns(child, self.resolver.for_path(child))
                 why = self._excluded(child, True, explicit=False, use_config=use_config)

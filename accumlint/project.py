@@ -18,7 +18,6 @@ _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_MODULE_BYTES = 2_000_000  # a generated monster is not a helper module worth reading
 # An import statement (its parenthesised name list too): the words in it name the modules it reads.
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]*(?:\([^)]*\)|[^\n]*)|import[ \t]+[^\n]*)", re.M)
-_NOT_PROJECT_FOLDERS = frozenset({"node_modules", "__pycache__", "site-packages", "venv", "env", "build", "dist"})
 _MAX_IMPORTER_SCAN = 20_000  # files: a monorepo past this is not scanned for importers
 
 
@@ -133,10 +132,12 @@ class ProjectIndex:
         return [p for p in self._imported_words.get(name, []) if self.resolved(p) != self.resolved(path)]
 
     def _scan_imports(self) -> dict[str, list[Path]]:
+        from accumlint.discovery import skipped_dir  # the folders `accumlint check .` never walks
+
         words: dict[str, list[Path]] = {}
         scanned = 0
         for folder, subfolders, files in os.walk(self.root):
-            subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _NOT_PROJECT_FOLDERS)
+            subfolders[:] = sorted(d for d in subfolders if not (skipped_dir(d) or d.startswith(".")))
             for file in sorted(f for f in files if f.endswith(".py")):
                 scanned += 1
                 if scanned > _MAX_IMPORTER_SCAN:
