@@ -10,7 +10,8 @@ from typing import Callable, Iterator, Mapping, Optional, TypeVar
 from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis import accumulators, calls
 from accumlint.analysis.calls import AnalysedModule
-from accumlint.analysis.collect import CallSite, Collected, Scope, collect
+from accumlint.analysis import passes
+from accumlint.analysis.collect import CallSite, Collected, Loop, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import dotted, forget_names, last_part
@@ -28,6 +29,14 @@ class ScopeFacts:
     scope: Scope
     events: list[Event]
     windows: list[Window]
+    _pass_loops: Optional[list[tuple[Loop, Event]]] = field(default=None, repr=False)
+
+    def pass_loops(self) -> list[tuple[Loop, Event]]:
+        """The loops of passes of this scope with the step after each (see passes.py), worked out
+        once for the rules that read them."""
+        if self._pass_loops is None:
+            self._pass_loops = passes.pass_loops(self.scope, self.events, self.windows)
+        return self._pass_loops
 
     def micro_step_backwards(self) -> Iterator[tuple[Window, Event]]:
         """Each backward of this scope that runs on every micro-step of a window, once, with

@@ -79,9 +79,10 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
     return found
 
 
-def zeroed_each_pass(scope: Scope, events: list[Event], windows: list[Window]) -> list[ZeroedEachPass]:
+def zeroed_each_pass(scope: Scope, events: list[Event], loops: list[tuple[Loop, Event]]) -> list[ZeroedEachPass]:
+    """The zeroings that run on every pass of one of these loops of passes, before a backward."""
     found: list[ZeroedEachPass] = []
-    for loop, step in pass_loops(scope, events, windows):
+    for loop, step in loops:
         inside = [e for e in events if loop.contains(e.stmt)]
         backwards = [e for e in inside if e.kind == BACKWARD]
         changing = _assigned_in(loop, scope)

@@ -47,7 +47,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     event.stmt.node,
                     fix,
                 )
-        for found in zeroed_each_pass(sf.scope, sf.events, sf.windows):
+        for found in zeroed_each_pass(sf.scope, sf.events, sf.pass_loops()):
             if id(found.zero.stmt) in seen:
                 continue
             seen.add(id(found.zero.stmt))

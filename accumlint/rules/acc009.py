@@ -13,7 +13,7 @@ from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
-from accumlint.analysis.passes import backward_each_pass, pass_loops
+from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, last_part, method_of
@@ -341,7 +341,7 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
     `optimizer.step()`): however many passes there are, each all-reduces."""
     models = _ddp_models(facts)
     for sf in facts.scopes:
-        for loop, _ in pass_loops(sf.scope, sf.events, sf.windows):
+        for loop, _ in sf.pass_loops():
             used = _wrapped_models_in(loop, sf.scope, facts, models)
             backward = backward_each_pass(sf.scope, sf.events, loop) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
