@@ -67,10 +67,10 @@ def _lightning_automatic(facts: ModuleFacts) -> Iterator[Violation]:
     """Lightning's automatic optimisation divides by accumulate_grad_batches itself."""
     if lightning_manual(facts.collected):
         return
-    k_names = _accum_names(facts)
     for scope in facts.collected.scopes:
         if not scope.is_lightning_training_step:
             continue
+        k_names = _accum_names(facts)  # only asked for here: finding them walks the whole module
         for value, stmt in scope.returns:
             scaling = facts.flow.scaling(value, stmt, k_names)
             if not scaling.unknown and scaling.k_divisions >= 1:
