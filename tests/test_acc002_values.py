@@ -767,6 +767,87 @@ def test_meter_in_another_module_kept_by_an_evaluation_pass(tmp_path):
     assert found(original, str(path)) == []
 
 
+
+# --- a meter returned to the caller, and a dict whose values are meters -------------------------------
+
+RETURNED_METER = """
+    def train_epoch(model, loader, criterion, optimizer):
+        losses = {built}
+        for x, y in loader:
+            loss = criterion(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            {store}  # <ACC002
+        return losses
+"""
+
+
+@pytest.mark.parametrize("built, store", [
+    ("AverageMeter()", "losses.update(loss, x.size(0))"),
+    ("defaultdict(AverageMeter)", 'losses["loss"].update(loss, x.size(0))'),
+])
+def test_a_meter_handed_back_to_a_caller_out_of_sight_keeps_every_graph(built, store):
+    """A meter is no tensor: returning it hands the caller every kept graph, not a loss to backward."""
+    source = METER.format(kept="val", given="loss").split("def train(")[0].replace("class AverageMeter", "from collections import defaultdict\n\n\nclass AverageMeter")
+    source += _src(RETURNED_METER.format(built=built, store=store))
+    findings = assert_reported(source)
+    assert "`AverageMeter.update` keeps it in `self.sum`" in findings[0].message
+    assert_fix(source, {f"{store}  # <ACC002": f"{store.replace('(loss,', '(loss.detach(),')}  # <ACC002"})
+
+
+@pytest.mark.parametrize("built, store", [
+    ("AverageMeter()", "losses.update(loss.item(), x.size(0))"),  # numbers kept
+    ("defaultdict(list)", 'losses["loss"].append(loss)'),  # not a meter class: the returned store may be backward-ed
+    ("[]", "losses.append(loss)"),  # a returned list of losses: the caller may backward their sum
+])
+def test_a_returned_store_of_numbers_or_of_unknown_use_is_clean(built, store):
+    source = METER.format(kept="val", given="loss").split("def train(")[0].replace("class AverageMeter", "from collections import defaultdict\n\n\nclass AverageMeter")
+    source += _src(RETURNED_METER.format(built=built, store=store)).replace("  # <ACC002", "")
+    assert_clean(source)
+
+
+def test_a_dict_of_meters_from_another_module_in_a_trainer(tmp_path):
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "meters.py": """
+            class AverageMeter:
+                def __init__(self):
+                    self.total, self.count = 0, 0
+
+                def update(self, value, n=1):
+                    self.total += value * n
+                    self.count += n
+        """,
+        "trainer.py": """
+            from collections import defaultdict
+
+            from meters import AverageMeter
+
+
+            class Trainer:
+                def train_epoch(self, loader):
+                    stats = defaultdict(AverageMeter)
+                    for x, y in loader:
+                        out = self.model(x)
+                        penalty = self.lam * out.pow(2).mean()
+                        loss = self.criterion(out, y) + penalty
+                        self.optimizer.zero_grad()
+                        loss.backward()
+                        self.optimizer.step()
+                        stats["penalty"].update(penalty)
+                        stats["loss"].update(loss.item())
+                    return {k: m.total / m.count for k, m in stats.items()}
+        """,
+    })
+    path = tmp_path / "trainer.py"
+    findings = found(path.read_text(), str(path))
+    assert [(f.location.row, f.code) for f in findings] == [(16, "ACC002")]
+    assert "`stats` keeps the autograd graph of `penalty`" in findings[0].message
+    meters = tmp_path / "meters.py"
+    meters.write_text(meters.read_text().replace("value * n", "float(value) * n"))
+    assert found(path.read_text(), str(path)) == []
+
 # --- an output on the way to the loss, from a module the names do not reveal --------------------------
 
 OUTPUT_KEPT = _src("""

@@ -8,10 +8,11 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
+from accumlint.analysis.calls import Callee
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
@@ -141,10 +142,15 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
         func = site.call.func
         if not isinstance(func, ast.Attribute):
             continue
-        holder = dotted(func.value)
-        if holder is None or not (isinstance(func.value, ast.Name) or lifetimes.own_attribute(holder)):
-            continue  # `meter.update(...)`, or `self.losses.update(...)` on the trainer's own meter
-        callee = facts.flow.resolver.resolve(site.call, site.stmt.scope) or facts.flow.instance_method(site.call, site.stmt)
+        holder: Optional[str]
+        if isinstance(func.value, ast.Subscript) and isinstance(func.value.value, ast.Name):
+            holder = func.value.value.id  # `meters["loss"].update(loss)`, `meters = defaultdict(AverageMeter)`
+            callee = _meter_in_dict(facts, holder, func.attr, site.stmt)
+        else:
+            holder = dotted(func.value)
+            if holder is None or not (isinstance(func.value, ast.Name) or lifetimes.own_attribute(holder)):
+                continue  # `meter.update(...)`, or `self.losses.update(...)` on the trainer's own meter
+            callee = facts.flow.resolver.resolve(site.call, site.stmt.scope) or facts.flow.instance_method(site.call, site.stmt)
         if callee is None or not callee.scope.params or callee.scope.params[0] != "self":
             continue
         kept = _kept_parameters(facts, callee.scope)
@@ -160,6 +166,24 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
         for kw in site.call.keywords:
             if kw.arg in kept:
                 yield holder, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
+
+
+def _meter_class(built: Optional[ast.Call]) -> Optional[str]:
+    """The class a dict of meters makes its values with: `defaultdict(AverageMeter)`."""
+    if built is None or last_part(dotted(built.func)) != "defaultdict" or len(built.args) != 1:
+        return None
+    name = dotted(built.args[0])
+    return name if class_like(name) else None
+
+
+def _meter_in_dict(facts: ModuleFacts, holder: str, method: str, at: Stmt) -> Optional[Callee]:
+    """The method a value of the dict `holder` runs, when the dict makes them with a class of the
+    project (`defaultdict(AverageMeter)`)."""
+    cls = _meter_class(_built_as(holder, at))
+    if cls is None:
+        return None
+    call = ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=method), args=[], keywords=[])
+    return facts.flow.resolver.resolve(call, at.scope)
 
 
 def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str, Stmt]]:
@@ -284,13 +308,16 @@ def _scalar(expr: ast.expr) -> bool:
     return False
 
 
-def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts) -> bool:
-    """Returned (or yielded) accumulators may be backward-ed by a caller: unknown unless we see the callers."""
+def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts, at: Stmt) -> bool:
+    """Returned (or yielded) accumulators may be backward-ed by a caller: unknown unless we see the
+    callers. An object built by a class (`losses = AverageMeter()`) is no tensor to backward: only
+    a caller seen to backward what it returns keeps it silent."""
     if not _handed_out(facts, scope, name):
         return False
     callers = _callers(facts, scope)
     if not callers:
-        return True
+        built = _built_as(name, at)
+        return built is None or not (class_like(dotted(built.func)) or _meter_class(built) is not None)
     for sf, site in callers:
         if isinstance(site.stmt.node, ast.Expr) and site.stmt.node.value is site.call:
             continue  # `self.train(loader)` as a statement: its result is thrown away
@@ -503,7 +530,7 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if _stored_by_index(stmt) and not (_derived_names(scope, value, stmt) & (loop_graph - set(loop.targets))):
                 continue  # `lengths[i] = length_fn(batch)`: made from the batch alone, not from the forward pass
-            if _returned_to_backward(scope, name, facts):
+            if _returned_to_backward(scope, name, facts, stmt):
                 continue
             if id(loop) in stepping:
                 # what a step function returns is judged on its kind alone: unknown is silence
