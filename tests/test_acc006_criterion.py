@@ -83,6 +83,28 @@ def test_loop_over_heads_only_summing_is_reported():
     """) == [7]
 
 
+def test_loop_over_heads_through_a_scaled_loss_context_keeps_the_shared_graph():
+    """`with amp.scale_loss(loss, opt) as scaled:` runs backward through `loss`: the passes share
+    the teacher's outputs, so removing `retain_graph=True` would raise on the second pass."""
+    source = """
+        for x, y in loader:
+            teacher_out = teacher(x)
+            for sample in range(samples):
+                loss = mse(student(x, sample), teacher_out) / samples
+                with amp.scale_loss(loss, optimizer) as scaled_loss:
+                    scaled_loss.backward(retain_graph=True)
+            optimizer.step()
+            optimizer.zero_grad()
+    """
+    [f] = acc006(source)
+    assert f.location.row == 7 and "shared graph" in f.message and "no later backward" not in f.message
+    assert fix_source(textwrap.dedent(source), "case.py", unsafe_fixes=True).fixed_source is None
+    # each pass with its own graph: no later backward goes through it
+    fresh = source.replace("teacher_out)", "teacher(x).detach())")
+    [g] = acc006(fresh)
+    assert "no later backward" in g.message
+
+
 def test_loop_over_precomputed_losses_is_reported_without_removal():
     source = """
         for x, y in loader:

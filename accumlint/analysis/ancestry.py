@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, Event
@@ -45,4 +47,7 @@ def _ancestry_of(scope: Scope, event: Event) -> set[str]:
         for definition in ([base] if base is not None else []) + updates:
             if definition.value is not None and definition.kind in {"assign", "unpack", "aug", "inplace"}:
                 pending.extend((n, definition.order) for n in data_names_in(definition.value))
+            elif definition.kind == "with" and isinstance(definition.value, ast.Call) and definition.value.args:
+                # `with amp.scale_loss(loss, optimizer) as scaled_loss:` runs backward through `loss`
+                pending.extend((n, definition.order) for n in data_names_in(definition.value.args[0]))
     return found

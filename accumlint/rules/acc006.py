@@ -100,12 +100,18 @@ def _shares_graph(event: Event, inner: Loop, sf) -> bool:
     """The repeated backward runs through values built before the inner loop (shared features)."""
     for name in backward_ancestry(sf.scope, [event]):
         for definition in sf.scope.definitions(name):
-            if definition.kind == "for" and definition.stmt.node is inner.node:
+            if definition.kind == "for" and definition.stmt.node is inner.node and not _counts(inner):
                 return True  # `for loss in losses:` over values computed before the loop
             if not inner.contains(definition.stmt) and definition.stmt.loops and definition.order < inner.header.order:
                 if definition.kind in {"assign", "unpack"}:
                     return True
     return False
+
+
+def _counts(loop: Loop) -> bool:
+    """`for i in range(n):`: its target is a number, not a value computed before the loop."""
+    iterable = loop.iter_expr
+    return isinstance(iterable, ast.Call) and dotted(iterable.func) == "range"
 
 
 def _chains(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
