@@ -309,10 +309,64 @@ def _helper_controls_sync(scope: Scope, window: Window, facts: ModuleFacts) -> b
 
 
 def _wrapped_models_in(loop: Loop, scope: Scope, facts: ModuleFacts, models: set[str]) -> list[str]:
-    """The DDP models wrapped in sight that the loop reads or calls (`self.model(x)`), in order."""
+    """The DDP models wrapped in sight that the loop reads or calls (`self.model(x)`), in order, but
+    not one whose every forward in the loop runs without autograd or is detached at once (a
+    distillation teacher: no gradient reaches its parameters, so it never reduces)."""
     used = [o.name for o in scope.occurrences if o.name in models and loop.contains(o.stmt)]
     used += [dotted(site.call.func) or "" for site in scope.calls if dotted(site.call.func) in models and loop.contains(site.stmt)]
-    return [name for name in used if _wrapping_in_sight(name, scope, facts) is not None]
+    return [
+        name for name in used
+        if _wrapping_in_sight(name, scope, facts) is not None and not _only_graph_free_forwards(name, loop, scope)
+    ]
+
+
+def _only_graph_free_forwards(model: str, loop: Loop, scope: Scope) -> bool:
+    """Every statement of the loop that reads the model is a forward under `torch.no_grad()`, or
+    binds its outputs to names that the loop reads only through `.detach()` (`t = t.detach()`,
+    `ts = [t.detach() for t in ts]`)."""
+    statements = {id(o.stmt): o.stmt for o in scope.occurrences if o.name == model and not o.write and loop.contains(o.stmt)}
+    statements.update({id(site.stmt): site.stmt for site in scope.calls if dotted(site.call.func) == model and loop.contains(site.stmt)})
+    if not statements:
+        return False
+    for stmt in statements.values():
+        if stmt.no_grad:
+            continue
+        outputs = {d.name for ds in scope.defs.values() for d in ds if d.stmt is stmt and d.kind in {"assign", "unpack"}}
+        if not outputs or not all(_read_only_detached(name, stmt, loop, scope) for name in outputs):
+            return False
+    return True
+
+
+def _read_only_detached(name: str, made: Stmt, loop: Loop, scope: Scope) -> bool:
+    if name == "_":
+        return True
+    later = [d.order for d in scope.definitions(name) if loop.contains(d.stmt) and d.order > made.order]
+    rebound = min(later) if later else None  # reads after it see the new value
+    for o in scope.occurrences:
+        if not (o.name == name or o.name.startswith(name + ".")):
+            continue  # `outputs` itself, or a field of it (`outputs.cache`)
+        if o.write or o.detached or not loop.contains(o.stmt) or o.stmt.order <= made.order:
+            continue
+        if rebound is not None and o.stmt.order > rebound:
+            continue
+        value = getattr(o.stmt.node, "value", None)
+        if isinstance(value, ast.ListComp) and _detaches_each(value, name):
+            continue
+        return False
+    return True
+
+
+def _detaches_each(comprehension: ast.ListComp, name: str) -> bool:
+    """`[t.detach() for t in name]`."""
+    if len(comprehension.generators) != 1:
+        return False
+    generator = comprehension.generators[0]
+    element = comprehension.elt
+    return (
+        isinstance(generator.iter, ast.Name) and generator.iter.id == name and isinstance(generator.target, ast.Name)
+        and isinstance(element, ast.Call) and isinstance(element.func, ast.Attribute)
+        and element.func.attr == "detach" and dotted(element.func.value) == generator.target.id
+    )
 
 
 def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
