@@ -305,3 +305,45 @@ def test_a_progress_bar_of_enumerate_bound_to_a_name_is_read_through_the_name():
 def test_a_name_bound_to_an_endless_iterator_is_no_epoch():
     source = BAR_BOUND_TO_A_NAME.replace("{bar}", "enumerate(itertools.cycle(train_dataloader))")
     assert acc005("import itertools\n" + source) == []
+
+
+# The library Trainer's own loop, copied into a project class: backward skips DDP's sync on the
+# non-boundary micro-steps of a distributed run and runs plainly on all the others.
+TRAINER_COPY = """
+    import torch
+
+
+    class CopiedTrainer:
+        def train(self, model, train_dataloader, epochs):
+            steps_in_epoch = len(train_dataloader)
+            for epoch in range(epochs):
+                for step, inputs in enumerate(train_dataloader):
+                    if {sync_test}:
+                        with model.no_sync():
+                            loss = self.compute_loss(model, inputs)
+                            loss.backward()
+                    else:
+                        loss = self.compute_loss(model, inputs)
+                        loss.backward()
+                    if (step + 1) % self.args.accum == 0 or (
+                        steps_in_epoch <= self.args.accum and (step + 1) == steps_in_epoch
+                    ):
+                        self.optimizer.step()
+                        model.zero_grad()
+"""
+
+
+def test_backward_split_by_an_and_test_of_the_window_still_runs_every_micro_step():
+    """`if (step + 1) % k != 0 and distributed: ... else: ...`: the `else` runs on every micro-step
+    of a single process, so the loop accumulates and its short-epoch-only clause drops the tail."""
+    [f] = acc005(TRAINER_COPY.format(sync_test="(step + 1) % self.args.accum != 0 and self.args.local_rank != -1"))
+    assert "fires only when an epoch is shorter than one window" in f.message
+
+
+def test_backward_on_the_window_boundary_only_is_no_window():
+    """The `else` of a plain `% k != 0` test runs once per window: no backward on every micro-step."""
+    source = TRAINER_COPY.format(sync_test="(step + 1) % self.args.accum != 0").replace(
+        "                        with model.no_sync():\n                            loss = self.compute_loss(model, inputs)\n"
+        "                            loss.backward()\n", "                        pass\n")
+    assert "pass" in source
+    assert acc005(source) == []

@@ -73,3 +73,36 @@ def train(agent, optimizer, buffer, args):
 
 def test_the_whole_run_counted_by_one_range_is_clean():
     assert _acc005(WHOLE_RUN) == []
+
+
+COUNTED_WALK = """
+def train(model, optimizer, pieces, args):
+    for piece in pieces:
+        samples = load(piece)
+        for step in range({count}):
+            batch = samples[step * args.batch_size: (step + 1) * args.batch_size]
+            loss = model(batch) / args.accum
+            loss.backward()
+            if (step + 1) % args.accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+"""
+
+
+def test_a_walk_counted_in_minibatches_of_the_data_drops_its_tail():
+    """`for step in range(len(samples) // batch_size)`, each piece: as many micro-steps as the data
+    has minibatches, not a multiple of k."""
+    source = COUNTED_WALK.format(count="len(samples) // args.batch_size")
+    assert _acc005(source) == [("ACC005", row(source, "% "))]
+
+
+@pytest.mark.parametrize("count", ["args.updates * args.accum", "len(samples) // args.accum"])
+def test_a_walk_counted_in_windows_is_clean(count):
+    assert _acc005(COUNTED_WALK.format(count=count)) == []
+
+
+def test_the_same_walk_as_the_whole_run_is_clean():
+    source = COUNTED_WALK.format(count="len(samples) // args.batch_size").replace(
+        "    for piece in pieces:\n        samples = load(piece)\n        for step", "    samples = load(pieces)\n    for step")
+    assert "for piece" not in source
+    assert _acc005(source) == []

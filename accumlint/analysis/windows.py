@@ -161,6 +161,8 @@ class Window:
         scope = self.micro_loop.scope
         for node, branch in stmt.path:
             if isinstance(node, ast.If):
+                if branch == "orelse" and isinstance(node.test, ast.BoolOp) and isinstance(node.test.op, ast.And):
+                    continue  # `else:` of `if (i + 1) % k != 0 and distributed:` runs every step of one process
                 test = parse_gate(node.test, scope, stmt.order)
                 if test is not None and dotted(test.k) == k and test.positive == (branch == "body"):
                     return True

@@ -106,6 +106,8 @@ def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, in
     over_len = range_len(iterable)
     if over_len is not None and isinstance(node.target, ast.Name):
         return node.target.id, 0, _sized(over_len)
+    if _batches_of(iterable, window) and isinstance(node.target, ast.Name):
+        return node.target.id, 0, None  # `for step in range(len(samples) // batch_size):` each epoch
     if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate"):
         return None
     source = positional(iterable, 0)
@@ -130,6 +132,19 @@ def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, in
     if not (isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name)):
         return None
     return target.elts[0].id, start, _sized(source)
+
+
+def _batches_of(iterable: ast.expr, window: Window) -> bool:
+    """`range(len(samples) // batch_size)` inside an outer loop: the number of minibatches of data
+    this pass walks, which need not be a multiple of k (not a count that names k)."""
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1):
+        return False
+    count = iterable.args[0]
+    return (
+        window.micro_loop.parent is not None and isinstance(count, ast.BinOp) and isinstance(count.op, ast.FloorDiv)
+        and isinstance(count.left, ast.Call) and dotted(count.left.func) == "len"
+        and not mentions(count, window.k_names)
+    )
 
 
 def _flushed_after(window: Window, facts_events) -> bool:
