@@ -848,6 +848,80 @@ def test_a_dict_of_meters_from_another_module_in_a_trainer(tmp_path):
     meters.write_text(meters.read_text().replace("value * n", "float(value) * n"))
     assert found(path.read_text(), str(path)) == []
 
+
+# --- the other results of the call that gives the loss ---------------------------------------------
+
+BESIDE_THE_LOSS = _src("""
+    class Trainer:
+        def train_step(self, samples):
+            self.zero_grad()
+            logging_outputs, sample_sizes = [], []
+            for i, sample in enumerate(samples):
+                sample = self._prepare_sample(sample)
+                {unpack} = {call}
+                self.optimizer.backward(loss)
+                logging_outputs.append(logging_output)
+                sample_sizes.append(sample_size){mark}
+            logging_output = self.criterion.aggregate(logging_outputs)
+            self.optimizer.step()
+            return logging_output
+""")
+
+
+@pytest.mark.parametrize("call", [
+    "self.task.get_loss(self.model, self.criterion, sample)",
+    "compute_loss(self.model, sample)",
+])
+def test_a_loss_function_s_other_results_are_unknown_and_silent(call):
+    """A loss function's results beside the loss (a count, a dict of logged numbers): unknown."""
+    assert_clean(BESIDE_THE_LOSS.format(unpack="loss, sample_size, logging_output", call=call, mark=""))
+
+
+def test_the_loss_itself_from_that_call_is_still_kept_with_its_graph():
+    source = BESIDE_THE_LOSS.format(unpack="loss, sample_size, logging_output", call="compute_loss(self.model, sample)", mark="")
+    source = source.replace("sample_sizes.append(sample_size)", "sample_sizes.append(loss)  # <ACC002")
+    assert_reported(source)
+
+
+
+def test_the_parts_of_a_loss_from_a_function_in_another_module_under_another_name(tmp_path):
+    """`loss_fn = my_loss` at module level, `my_loss` in another module returning the loss and its
+    parts, each a call of a torch loss module: the parts are tensors with the step's graph."""
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "losses.py": """
+            import torch.nn as nn
+
+
+            def my_loss(logits, boxes, labels, targets):
+                mse = nn.MSELoss()
+                regression = mse(boxes, targets)
+                ce = nn.CrossEntropyLoss()(logits, labels)
+                return ce + regression, regression, ce
+        """,
+        "train.py": """
+            from losses import my_loss
+
+            loss_fn = my_loss
+            running, running_mse = 0.0, 0.0
+            for images, labels, targets in loader:
+                logits, boxes = net(images)
+                loss, mse, ce = loss_fn(logits, boxes, labels, targets)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+                running += loss.item()
+                running_mse += mse
+            print(running, running_mse)
+        """,
+    })
+    path = tmp_path / "train.py"
+    findings = found(path.read_text(), str(path))
+    assert [(f.location.row, f.code) for f in findings] == [(12, "ACC002")]
+    assert findings[0].fix is not None and findings[0].fix.applicability == "safe"
+    path.write_text(path.read_text().replace("running_mse += mse", "running_mse += mse.item()"))
+    assert found(path.read_text(), str(path)) == []
+
 # --- an output on the way to the loss, from a module the names do not reveal --------------------------
 
 OUTPUT_KEPT = _src("""
@@ -1000,3 +1074,54 @@ def test_evaluation_loop_taking_gradients_through_an_imported_grad():
     findings = assert_reported(source)
     assert "no_grad" not in findings[0].message
     assert_fix(source, {"maps.append(g.abs())  # <ACC002": "maps.append(g.abs().detach())  # <ACC002"})
+
+
+# --- an evaluation pass that walks its data in minibatches, inside a loop over files -------------------
+
+PIECES_EVAL = _src("""
+    import torch
+
+
+    def evaluate(model, pieces, batch_size):
+        model.eval()
+        total_loss = 0
+        for piece in pieces:
+            samples = load(piece)
+            for step in range({count}):
+                batch = samples[step * batch_size: (step + 1) * batch_size]
+                inputs = torch.tensor(batch)
+                outputs = model(inputs, labels=inputs)
+                loss = outputs[0]
+                total_loss += loss  # <ACC002
+        print(total_loss)
+""")
+
+
+def test_an_evaluation_walking_each_file_in_minibatches_keeps_every_graph():
+    """`for step in range(len(samples) // batch_size)` slicing `samples` by the step walks data, one
+    loop inside the loop over files: the total keeps every batch's graph (no `no_grad`)."""
+    assert_reported(PIECES_EVAL.format(count="len(samples) // batch_size"))
+
+
+def test_a_counted_loop_that_slices_nothing_by_its_step_is_no_data_walk():
+    source = PIECES_EVAL.format(count="num_tiles").replace("samples[step * batch_size: (step + 1) * batch_size]", "samples")
+    assert_clean(source.replace("  # <ACC002", ""))
+
+
+def test_a_loss_module_scoring_its_inputs_in_minibatches_is_no_evaluation_pass():
+    """Inside a loss's `forward`, the minibatch walk collects logits that its caller backward-s."""
+    source = _src("""
+        import torch
+
+
+        class ListLoss(torch.nn.Module):
+            def forward(self, pairs, labels):
+                logits_list = []
+                for i in range(0, len(pairs), self.mini_batch_size):
+                    logits_list.append(self.model(pairs[i : i + self.mini_batch_size])[0])
+                logits = torch.cat(logits_list)
+                scores = torch.zeros(len(labels))
+                scores[:len(logits)] = logits
+                return torch.nn.functional.mse_loss(scores, labels)
+    """)
+    assert_clean(source)

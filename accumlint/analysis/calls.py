@@ -528,13 +528,18 @@ class Resolver:
         return self._imported(name, depth)
 
     def _partial_target(self, name: str, scope: Scope) -> Optional[ast.Call]:
-        """`step = functools.partial(train_step, model)`: a call of `train_step`."""
-        for definition in scope.definitions(name):
+        """`step = functools.partial(train_step, model)`: a call of `train_step`. `loss_fn = my_loss`,
+        the one binding of the name, another name for a function: a call of `my_loss`."""
+        definitions = scope.definitions(name)
+        for definition in definitions:
             value = definition.value
             if definition.kind == "assign" and isinstance(value, ast.Call) and last_part(dotted(value.func)) == "partial":
                 target = positional(value, 0)
                 if target is not None:
                     return ast.Call(func=target, args=[], keywords=[])
+        if len(definitions) == 1 and definitions[0].kind == "assign" and isinstance(definitions[0].value, ast.Name):
+            if definitions[0].value.id != name:
+                return ast.Call(func=definitions[0].value, args=[], keywords=[])
         return None
 
     def _local_origin(self, name: str) -> Optional[tuple[Path, str]]:

@@ -237,12 +237,35 @@ def over_data(loop: Loop, facts: ModuleFacts) -> bool:
     an evaluation pass, not a loop over tiles, prompts or time steps inside a model."""
     if loop.iter_expr is None:
         return False
+    if _minibatch_walk(loop):
+        return True
     for node in walk(loop.iter_expr):
         if isinstance(node, (ast.Name, ast.Attribute)):
             name = dotted(node)
             if not name:
                 continue
             if facts.roles.role(name) == Role.LOADER or any(h in last_part(name).lower() for h in _DATA_HINTS):
+                return True
+    return False
+
+
+def _minibatch_walk(loop: Loop) -> bool:
+    """`for step in range(len(samples) // batch_size):` whose body slices `samples` by the step
+    (`samples[step * batch_size: (step + 1) * batch_size]`): a walk over data in minibatches."""
+    iterable, target = loop.iter_expr, getattr(loop.node, "target", None)
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and isinstance(target, ast.Name)):
+        return False
+    function = loop.scope.name.lower()
+    if function in {"forward", "__call__"} or "loss" in function:
+        return False  # a model's or a loss's own pass over its inputs: its caller picks the grad mode
+    walked = {
+        dotted(node.args[0]) for arg in iterable.args for node in walk(arg)
+        if isinstance(node, ast.Call) and dotted(node.func) == "len" and node.args
+    } - {None}
+    for node in walk(loop.node):
+        if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and dotted(node.value) in walked:
+            bounds = [b for b in (node.slice.lower, node.slice.upper) if b is not None]
+            if any(target.id in names_in(b) for b in bounds):
                 return True
     return False
 

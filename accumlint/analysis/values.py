@@ -348,10 +348,23 @@ class ValueKinds:
             return TENSOR
         if last_part(full).endswith("Tensor") or last_part(full) in {"Variable", "Parameter"}:
             return TENSOR
+        if isinstance(call.func, ast.Name) and self._torch_loss_object(call.func.id, at):
+            return TENSOR  # `mse(pred, y)` with `mse = nn.MSELoss()`
         returned = self._returned(call, at, depth)
         if returned != UNKNOWN:
             return returned
         return self._callable_returns(call.func, at)
+
+    def _torch_loss_object(self, name: str, at: Stmt) -> bool:
+        """`name` holds an instance of one of torch's loss modules (`nn.MSELoss()`), whose call gives
+        a tensor."""
+        base, updates = reaching(name, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or not isinstance(base.value, ast.Call):
+            return False
+        built = dotted(base.value.func) or ""
+        origin = self.flow.collected.imports.get(built.split(".", 1)[0], "")
+        canonical = (origin + built[len(built.split(".", 1)[0]):]) if origin else built
+        return canonical.startswith("torch.nn.") and last_part(canonical).endswith("Loss")
 
     def _returned(self, call: ast.Call, at: Stmt, depth: int, index: Optional[int] = None) -> str:
         """What a function of the project returns (all its returns agree), or its return annotation."""

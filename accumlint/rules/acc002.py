@@ -410,9 +410,28 @@ def _graph_value(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: se
     `lr * seq_len / bptt`), and either a tensor or something made by the forward pass (not a
     helper's count of the batch, `tokens += count(batch)`)."""
     kind = _value_kind(facts, value, stmt, backwarded)
-    if kind == UNKNOWN and _made_out_of_sight(facts, value, stmt, backwarded):
+    if kind == UNKNOWN and (_made_out_of_sight(facts, value, stmt, backwarded) or _beside_the_loss(facts, value, stmt, backwarded)):
         return False
     return kind == TENSOR or (kind != NUMBER and _from_forward(facts, value, stmt, backwarded))
+
+
+def _beside_the_loss(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
+    """`loss, sample_size, logging_output = criterion(model, sample)`: another result of the call
+    that gives the loss handed to backward, from a loss function rather than the model itself. What
+    a loss function returns beside the loss (a count, a dict of logged numbers) is unknown, and
+    unknown is silence; a model's own results (`logits, loss = model(x, y)`) are its outputs."""
+    if not isinstance(value, ast.Name) or value.id in backwarded:
+        return False
+    definition, updates = reaching(value.id, stmt.scope, stmt.order, stmt)
+    if definition is None or updates or definition.kind != "unpack" or not isinstance(definition.value, ast.Call):
+        return False
+    call = definition.value
+    models = facts.cached("acc002_models", lambda: lifetimes.model_objects(facts))
+    receiver, method = method_of(call)
+    if lifetimes.is_model(dotted(call.func), models) or (receiver is not None and lifetimes.is_model(dotted(receiver), models)):
+        return False
+    siblings = {d.name for ds in stmt.scope.defs.values() for d in ds if d.stmt is definition.stmt and d.kind == "unpack"}
+    return bool((siblings - {value.id}) & backwarded)
 
 
 def _made_out_of_sight(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> bool:
@@ -572,7 +591,7 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             continue
         if loop.parent is not None and id(loop.parent) not in trained:
             continue  # the outermost loop that never calls backward holds the finding
-        if not lifetimes.over_data(loop, facts):
+        if not any(lifetimes.over_data(inner, facts) for inner in scope.loops if inner is loop or loop.contains(inner.header)):
             continue  # tiles, prompts, time steps: a model's own loop, whose caller picks the grad mode
         kept: list[tuple[str, ast.expr, Stmt, str]] = []
         for name, value, stmt, via in _stores(facts, scope, loop.contains):
