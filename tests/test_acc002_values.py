@@ -770,17 +770,7 @@ def test_meter_in_another_module_kept_by_an_evaluation_pass(tmp_path):
 
 # --- a meter returned to the caller, and a dict whose values are meters -------------------------------
 
-RETURNED_METER = """
-    def train_epoch(model, loader, criterion, optimizer):
-        losses = {built}
-        for x, y in loader:
-            loss = criterion(model(x), y)
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
-            {store}  # <ACC002
-        return losses
-"""
+RETURNED_METER = LOOP.replace("{holder}", "losses = {built}") + "        return losses\n"
 
 
 @pytest.mark.parametrize("built, store", [
