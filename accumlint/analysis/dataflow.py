@@ -837,7 +837,7 @@ class DataFlow:
         origin = self.collected.imports.get(name.split(".", 1)[0], "")
         return numeric_origin(origin)
 
-    def _canonical(self, name: str) -> str:
+    def canonical(self, name: str) -> str:
         """`grad` imported from torch.autograd -> `torch.autograd.grad`."""
         head, dot, rest = name.partition(".")
         origin = self.collected.imports.get(head)
@@ -892,7 +892,7 @@ class DataFlow:
             if not self._torch_function(full) and not self._numeric_module(full):
                 # `loss.float()`, `out.to(device)`: tensor methods keep the graph
                 return self.carries_graph(receiver, at, depth + 1)
-        if self._canonical(full) == "torch.autograd.grad":
+        if self.canonical(full) == "torch.autograd.grad":
             # gradients carry no graph unless asked to (`create_graph=True`, a gradient penalty)
             return is_true(keyword(call, "create_graph")) and self._arguments_carry(call, at, depth)
         if last == "round" and self._torch_function(full):
@@ -958,7 +958,7 @@ class DataFlow:
                 value = definition.value
                 if definition.kind != "assign" or not isinstance(value, ast.Call):
                     continue
-                built = self._canonical(dotted(value.func) or "")
+                built = self.canonical(dotted(value.func) or "")
                 if built.startswith(("torch.nn.", "torchvision.models.")) or built.endswith(".from_pretrained"):
                     return True
         return False
@@ -1029,7 +1029,7 @@ class DataFlow:
 
     def _framework_class(self, name: str) -> bool:
         """`Accelerator`, `GradScaler`, `DataLoader` as imported here: a framework's object."""
-        return self._canonical(name).startswith(_FRAMEWORK_OBJECT_MODULES)
+        return self.canonical(name).startswith(_FRAMEWORK_OBJECT_MODULES)
 
     def _opaque_call(self, value: Optional[ast.expr], at: Stmt) -> bool:
         """A call whose result the analysis cannot compute from what it is given: a function or an
@@ -1074,7 +1074,12 @@ class DataFlow:
         cls = classes.pop()
         if cls is None or not class_like(cls):
             return None
-        return self.resolver.resolve(ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=func.attr), args=[], keywords=[]), at.scope)
+        return self.class_method(cls, func.attr, at.scope)
+
+    def class_method(self, cls: str, method: str, scope: Scope) -> Optional[Callee]:
+        """`cls.method` of a class named `cls` where `scope` sees it (a class of the project)."""
+        call = ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=method), args=[], keywords=[])
+        return self.resolver.resolve(call, scope)
 
     def _helper_graph(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...] = ()) -> Optional[bool]:
         """What a local helper returns (the element at `index` of a returned tuple): graph-free when
@@ -1387,7 +1392,7 @@ def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: 
                 continue
             if isinstance(node.func, ast.Name) and node.func.id in _NUMBER_CASTS and node.func.id not in flow.collected.imports:
                 continue  # `float(mean_diff)`: a Python number
-            if flow._canonical(dotted(node.func) or "") == "torch.autograd.grad" and not is_true(keyword(node, "create_graph")):
+            if flow.canonical(dotted(node.func) or "") == "torch.autograd.grad" and not is_true(keyword(node, "create_graph")):
                 continue  # gradients taken without create_graph carry no graph
         if name is not None:
             head = name.split(".", 1)[0]

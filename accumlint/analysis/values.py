@@ -329,7 +329,7 @@ class ValueKinds:
             return UNKNOWN
         if full and origin.split(".", 1)[0] in _NUMERIC_MODULES:
             return NUMBER  # `math.exp(x)`, `np.mean(x)`, `time.time()`
-        canonical = (origin + full[len(full.split(".", 1)[0]):]) if origin else full
+        canonical = self.flow.canonical(full)
         if canonical.startswith("torch."):
             inside = canonical[len("torch."):]
             if inside == "autograd.grad":
@@ -361,10 +361,8 @@ class ValueKinds:
         base, updates = reaching(name, at.scope, at.order, at)
         if base is None or updates or base.kind != "assign" or not isinstance(base.value, ast.Call):
             return False
-        built = dotted(base.value.func) or ""
-        origin = self.flow.collected.imports.get(built.split(".", 1)[0], "")
-        canonical = (origin + built[len(built.split(".", 1)[0]):]) if origin else built
-        return canonical.startswith("torch.nn.") and last_part(canonical).endswith("Loss")
+        built = self.flow.canonical(dotted(base.value.func) or "")
+        return built.startswith("torch.nn.") and last_part(built).endswith("Loss")
 
     def _returned(self, call: ast.Call, at: Stmt, depth: int, index: Optional[int] = None) -> str:
         """What a function of the project returns (all its returns agree), or its return annotation."""

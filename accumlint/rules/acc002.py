@@ -182,8 +182,7 @@ def _meter_in_dict(facts: ModuleFacts, holder: str, method: str, at: Stmt) -> Op
     cls = _meter_class(_built_as(holder, at))
     if cls is None:
         return None
-    call = ast.Call(func=ast.Attribute(value=ast.parse(cls, mode="eval").body, attr=method), args=[], keywords=[])
-    return facts.flow.resolver.resolve(call, at.scope)
+    return facts.flow.class_method(cls, method, at.scope)
 
 
 def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str, Stmt]]:

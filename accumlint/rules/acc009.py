@@ -10,6 +10,7 @@ import re
 from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.calls import AnalysedModule
+from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
@@ -340,15 +341,14 @@ def _only_graph_free_forwards(model: str, loop: Loop, scope: Scope) -> bool:
 def _read_only_detached(name: str, made: Stmt, loop: Loop, scope: Scope) -> bool:
     if name == "_":
         return True
-    later = [d.order for d in scope.definitions(name) if loop.contains(d.stmt) and d.order > made.order]
-    rebound = min(later) if later else None  # reads after it see the new value
     for o in scope.occurrences:
         if not (o.name == name or o.name.startswith(name + ".")):
             continue  # `outputs` itself, or a field of it (`outputs.cache`)
         if o.write or o.detached or not loop.contains(o.stmt) or o.stmt.order <= made.order:
             continue
-        if rebound is not None and o.stmt.order > rebound:
-            continue
+        base, _ = reaching(name, scope, o.stmt.order, o.stmt)
+        if base is None or base.stmt is not made:
+            continue  # reads a later binding (`t = t.detach()`), not the forward's outputs
         value = getattr(o.stmt.node, "value", None)
         if isinstance(value, ast.ListComp) and _detaches_each(value, name):
             continue
