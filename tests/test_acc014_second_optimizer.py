@@ -105,3 +105,66 @@ def train(model, loader):
         opt_slow.step()
 """
     assert _findings(source) == []
+
+
+JOINT_SCRIPT = """
+import itertools
+import torch
+
+def train(gen, disc, head, loader):
+    opt_g = torch.optim.Adam(gen.parameters())
+    opt_d = torch.optim.Adam(disc.parameters())
+    opt_info = torch.optim.Adam(itertools.chain({models}))
+    for x in loader:
+        opt_d.zero_grad()
+        disc(x).mean().backward()
+        opt_d.step()
+        opt_g.zero_grad()
+        (-disc(gen(x)).mean()).backward()
+        opt_g.step()
+        head(disc(gen(x))).mean().backward()
+        opt_info.step()
+"""
+
+JOINT_TRAINER = """
+import itertools
+import torch
+
+class InfoGAN:
+    def __init__(self, gen, disc, head):
+        self.gen, self.disc, self.head = gen, disc, head
+        self.opt_g = torch.optim.Adam(self.gen.parameters())
+        self.opt_d = torch.optim.Adam(self.disc.parameters())
+        self.opt_info = torch.optim.Adam(itertools.chain({models}))
+
+    def train(self, loader):
+        for x in loader:
+            self.opt_d.zero_grad()
+            self.disc(x).mean().backward()
+            self.opt_d.step()
+            self.opt_g.zero_grad()
+            (-self.disc(self.gen(x)).mean()).backward()
+            self.opt_g.step()
+            self.head(self.disc(self.gen(x))).mean().backward()
+            self.opt_info.step()
+"""
+
+
+@pytest.mark.parametrize(
+    "template, covered, uncovered, step",
+    [
+        (JOINT_SCRIPT, "gen.parameters(), disc.parameters()", "gen.parameters(), head.parameters()", "opt_info.step()"),
+        (
+            JOINT_TRAINER,
+            "self.gen.parameters(), self.disc.parameters()",
+            "self.gen.parameters(), self.head.parameters()",
+            "self.opt_info.step()",
+        ),
+    ],
+)
+def test_an_optimizer_over_models_the_others_zero(template, covered, uncovered, step):
+    """An optimizer over the parameters of models that the zeroed optimizers hold has its
+    gradients cleared by their zero_grad; one over a model nobody zeroes keeps its finding."""
+    assert _findings(template.format(models=covered)) == []
+    source = template.format(models=uncovered)
+    assert _findings(source) == [("ACC014", _row(source, step))]

@@ -393,6 +393,10 @@ def _unzeroed_optimizers(
     ]
     if not missing or not any(s.optimizer in zeroed for s in steps):
         return
+    cleared = set().union(*(_models_of(name, sf.scope) for name in zeroed if name))
+    missing = [s for s in missing if not (_models_of(s.optimizer, sf.scope) or {""}) <= cleared]
+    if not missing:
+        return
     reach = _Reach()
     seen: set[int] = {id(sf.scope)}
     for site in sf.scope.calls:
@@ -409,6 +413,19 @@ def _unzeroed_optimizers(
             f"(add `{step.optimizer}.zero_grad()` before its backward or after its step)",
             step.call or step.stmt.node,
         )
+
+
+def _models_of(optimizer: Optional[str], scope: Scope) -> set[str]:
+    """The models whose parameters an optimizer in sight was built on (`Adam(chain(G.parameters(),
+    D.parameters()))` -> G, D): zeroing their other optimizers clears its gradients too."""
+    if optimizer is None:
+        return set()
+    return {
+        model
+        for seen in scope.sight()
+        for definition in seen.definitions(optimizer)
+        for model in _parameters_of(definition.value)
+    }
 
 
 def _wrapper_step(facts: ModuleFacts, step: Event) -> Optional[Callee]:
