@@ -869,8 +869,14 @@ def test_a_loss_function_s_other_results_are_unknown_and_silent(call):
 
 def test_the_loss_itself_from_that_call_is_still_kept_with_its_graph():
     source = BESIDE_THE_LOSS.format(unpack="loss, sample_size, logging_output", call="compute_loss(self.model, sample)", mark="")
-    source = source.replace("sample_sizes.append(sample_size)", "sample_sizes.append(loss)  # <ACC002")
+    source = source.replace("sample_sizes.append(sample_size)", "self.history.append(loss)  # <ACC002")
     assert_reported(source)
+
+
+def test_a_list_made_anew_for_each_window_holds_the_loss_only_for_that_window():
+    """`outputs, sizes = [], []` before the micro-steps, as two assignments would: reset every window."""
+    source = BESIDE_THE_LOSS.format(unpack="loss, sample_size, logging_output", call="compute_loss(self.model, sample)", mark="")
+    assert_clean(source.replace("sample_sizes.append(sample_size)", "sample_sizes.append(loss)"))
 
 
 

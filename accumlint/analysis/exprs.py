@@ -79,6 +79,18 @@ def int_value(expr: Optional[ast.AST]) -> Optional[int]:
     return None
 
 
+def literal_element(value: Optional[ast.expr], index: tuple[int, ...]) -> Optional[ast.expr]:
+    """What a name unpacked at `index` from a literal tuple gets (`self.model, self.opt =
+    DDP(model), SGD(...)`: `DDP(model)` at (0,)); None when the value is no such literal."""
+    for position in index:
+        if not isinstance(value, (ast.Tuple, ast.List)) or any(isinstance(e, ast.Starred) for e in value.elts):
+            return None
+        if position >= len(value.elts):
+            return None
+        value = value.elts[position]
+    return value if index else None
+
+
 def is_constant(expr: Optional[ast.AST], value: object) -> bool:
     return isinstance(expr, ast.Constant) and expr.value is value
 

@@ -10,7 +10,7 @@ from typing import Optional
 import ast
 
 from accumlint.analysis.collect import Collected, Definition, Scope
-from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, positional
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, literal_element, positional
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
 
@@ -171,6 +171,11 @@ def infer_roles(collected: Collected) -> Roles:
                     roles.by_name[definition.name] = role
                 continue
             continue
+        if definition.kind == "unpack":
+            element = literal_element(value, definition.index)
+            if element is None:
+                continue
+            value = element
         role = _constructed_role(value, roles)
         if role is None:
             continue
