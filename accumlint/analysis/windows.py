@@ -290,7 +290,7 @@ def parse_gate(
             return since
         modulo = _modulo(test.left) or _modulo(test.comparators[0])
         if modulo is None:
-            return None
+            return _last_window_index(test)
         if isinstance(test.ops[0], ast.Eq):
             return GateTest(modulo.right, modulo.left, True, False)
         if isinstance(test.ops[0], ast.NotEq):
@@ -307,6 +307,24 @@ def parse_gate(
         if value is not None:
             flagged = parse_gate(value, scope, at, depth + 1, helpers)
             return replace(flagged, flag=test.id) if flagged is not None else None
+    return None
+
+
+def _last_window_index(test: ast.Compare) -> Optional[GateTest]:
+    """`if meta["grad_accum_index"] == args.grad_accum_steps - 1:`: an index within the window,
+    computed elsewhere (a data generator), compared with its last value. Both names must speak
+    of the window, or any `i == n - 1` (the last batch, the last epoch) would read as a gate."""
+    if not isinstance(test.ops[0], (ast.Eq, ast.NotEq)):
+        return None
+    for index, last in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        if not (isinstance(last, ast.BinOp) and isinstance(last.op, ast.Sub) and int_value(last.right) == 1):
+            continue
+        k = last.left
+        if int_value(k) is not None or not _words(k) & _WINDOW_WORDS or not _words(index) & _WINDOW_WORDS:
+            continue
+        if "index" not in _words(index) and "idx" not in _words(index):
+            continue
+        return GateTest(k, index, isinstance(test.ops[0], ast.Eq), False)
     return None
 
 
