@@ -71,6 +71,68 @@ def test_gan_discriminator_step_between_is_clean():
     """) == []
 
 
+GAN_SCRIPT = """
+    import torch
+    nz = 100
+    ones, zeros = torch.ones(64, 1), torch.zeros(64, 1)
+    for real, _ in loader:
+        z = torch.randn(real.size(0), nz)
+        optD.zero_grad()
+        errD = bce(netD(real), ones) + bce(netD(netG(z)), zeros)
+        errD.backward(retain_graph=True)
+        optD.step()
+        optG.zero_grad()
+        errG = bce(netD({g_input}), ones)
+        errG.backward()
+        optG.step()
+"""
+
+GAN_TRAINER = """
+    import torch
+
+    class GANTrainer:
+        def __init__(self, G, D, batch_size):
+            self.G, self.D = G, D
+            self.ones, self.zeros = torch.ones(batch_size, 1), torch.zeros(batch_size, 1)
+
+        def fit(self, loader):
+            for real in loader:
+                z = torch.rand(real.size(0), 64)
+                self.opt_d.zero_grad()
+                fake = self.G(z)
+                d_loss = self.bce(self.D(real), self.ones) + self.bce(self.D(fake), self.zeros)
+                d_loss.backward(retain_graph=True)
+                self.opt_d.step()
+                self.opt_g.zero_grad()
+                {g_loss}
+                g_loss.backward()
+                self.opt_g.step()
+
+        def generator_loss(self, z):
+            return self.bce(self.D(self.G(z)), self.ones)
+"""
+
+
+def test_a_generator_step_on_a_fresh_forward_never_uses_the_kept_graph():
+    """The G loss is built from a new forward (`netG(z)` again): no later backward runs through
+    the D step's graph, so keeping it holds one extra graph per iteration. Labels made once in
+    `__init__` are no shared graph."""
+    source = GAN_SCRIPT.format(g_input="netG(z)")
+    assert rows(source) == [9]
+    assert "no later backward in the iteration goes through it" in acc006(source)[0].message
+    trainer = GAN_TRAINER.format(g_loss="g_loss = self.bce(self.D(self.G(z)), self.ones)")
+    assert rows(trainer) == [15]
+
+
+def test_a_generator_step_through_the_same_fake_or_an_unread_method_is_clean():
+    assert rows(GAN_SCRIPT.replace("netD(netG(z)), zeros)", "netD(fake), zeros)").replace(
+        "z = torch.randn(real.size(0), nz)", "fake = netG(torch.randn(real.size(0), nz))"
+    ).format(g_input="fake")) == []
+    assert rows(GAN_TRAINER.format(g_loss="g_loss = self.bce(self.D(fake), self.ones)")) == []
+    # a method of the class may read what the D step left on `self`: not followed, so silent
+    assert rows(GAN_TRAINER.format(g_loss="g_loss = self.generator_loss(z)")) == []
+
+
 def test_loop_over_heads_only_summing_is_reported():
     assert rows("""
         for x, ys in loader:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from accumlint.analysis.collect import Scope
+from accumlint.analysis.collect import Definition, Scope
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import data_names_in
@@ -32,7 +32,13 @@ def forget_ancestry() -> None:
 
 
 def _ancestry_of(scope: Scope, event: Event) -> set[str]:
-    found: set[str] = set()
+    return set(ancestry_definitions(scope, event))
+
+
+def ancestry_definitions(scope: Scope, event: Event) -> dict[str, list[Definition]]:
+    """The names read on the way to the backward's tensor, each with the definitions of it that
+    the way reaches (none for a parameter or an attribute set in another method)."""
+    found: dict[str, list[Definition]] = {}
     if event.tensor is None:
         return found
     pending: list[tuple[str, int]] = [(name, event.order) for name in data_names_in(event.tensor)]
@@ -42,9 +48,11 @@ def _ancestry_of(scope: Scope, event: Event) -> set[str]:
         if (name, before) in seen or len(seen) > 2000:
             continue
         seen.add((name, before))
-        found.add(name)
         base, updates = reaching(name, scope, before)
+        reached = found.setdefault(name, [])
         for definition in ([base] if base is not None else []) + updates:
+            if all(definition is not known for known in reached):
+                reached.append(definition)
             if definition.value is not None and definition.kind in {"assign", "unpack", "aug", "inplace"}:
                 pending.extend((n, definition.order) for n in data_names_in(definition.value))
             elif definition.kind == "with" and isinstance(definition.value, ast.Call) and definition.value.args:

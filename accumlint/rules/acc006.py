@@ -11,8 +11,8 @@ import ast
 from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.ancestry import backward_ancestry
-from accumlint.analysis.collect import Loop, Scope, Stmt
+from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
+from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import dotted, method_of
 from accumlint.model import Fix, Violation
@@ -74,13 +74,54 @@ def _gradients_used(facts: ModuleFacts, events: list[Event], stmts: list[Stmt]) 
     return any(_touches_grad(_header(s.node)) or _callee_touches_grad(facts, s) for s in stmts)
 
 
-def _next_backward(event: Event, events: list[Event], outer: Loop) -> Optional[Event]:
-    later = [
+def _later_backwards(event: Event, events: list[Event], outer: Loop) -> list[Event]:
+    return [
         e for e in events
         if e.kind == BACKWARD and e is not event and e.order > event.order and outer.contains(e.stmt)
         and e.stmt.compatible(event.stmt)
     ]
+
+
+def _next_backward(event: Event, events: list[Event], outer: Loop) -> Optional[Event]:
+    later = _later_backwards(event, events, outer)
     return min(later, key=lambda e: e.order) if later else None
+
+
+def _through_the_same_graph(event: Event, later: Event, sf, facts: ModuleFacts) -> bool:
+    """The later backward may run through a graph-carrying value that this one ran through: the
+    same definition of a name reaches both, or a name neither can trace (an attribute set in
+    another method, a parameter) that may carry a graph. A later loss built by a method of this
+    class may read what this pass left on `self`: also the same graph, as far as we can tell."""
+    scope: Scope = sf.scope
+    first = ancestry_definitions(scope, event)
+    second = ancestry_definitions(scope, later)
+    if any(_reads_own_methods(d, scope) for ds in second.values() for d in ds if d.order > event.order):
+        return True
+    for name in first.keys() & second.keys():
+        if not first[name] or not second[name]:
+            if _may_carry(name, scope, facts):
+                return True
+            continue
+        common = [d for d in first[name] if any(d is other for other in second[name])]
+        if any(facts.flow._definition_carries(d, 0) for d in common):
+            return True
+    return False
+
+
+def _reads_own_methods(definition: Definition, scope: Scope) -> bool:
+    """`g_loss = self.generator_loss(z)`: a method of this class, which may read `self` state."""
+    methods = {f"self.{s.name}" for s in scope.class_scopes}
+    return definition.value is not None and any(
+        isinstance(node, ast.Call) and dotted(node.func) in methods for node in ast.walk(definition.value)
+    )
+
+
+def _may_carry(name: str, scope: Scope, facts: ModuleFacts) -> bool:
+    """A name bound outside this function: graph-free only when every binding in sight is."""
+    if name.split(".")[0] in facts.collected.imports:
+        return False  # `torch.FloatTensor`, `np.random`: a module, no tensor
+    bindings = [d for seen in scope.sight() for d in seen.definitions(name)]
+    return not bindings or any(d.kind == "param" or facts.flow._definition_carries(d, 0) for d in bindings)
 
 
 def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
@@ -145,6 +186,10 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue
             outer = event.stmt.loops[0]
             following = _next_backward(event, sf.events, outer)
+            if following is not None and not any(
+                _through_the_same_graph(event, later, sf, facts) for later in _later_backwards(event, sf.events, outer)
+            ):
+                following = None  # a GAN's G step on a fresh forward: the D graph is never used again
             repeating = _repeating_loop(event, sf.events)
             removable = False
             if following is not None:
