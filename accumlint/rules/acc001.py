@@ -35,12 +35,12 @@ def _message(k_text: str, path: str = "", zeroed_each_micro_step: bool = False) 
         # Today only the last micro-batch reaches the step (ACC007); the size is wrong once that is fixed.
         return (
             f"loss reaches backward without division by the accumulation steps `{k_text}`: once the zeroing "
-            f"that runs every micro-step (ACC007) moves into the step block, each update will be `{k_text}` "
-            f"times too large{where}"
+            f"that runs every micro-step (ACC007) moves into the step block, the gradient of each step will be "
+            f"`{k_text}` times too large{where}"
         )
     return (
         f"loss reaches backward without division by the accumulation steps `{k_text}`: "
-        f"each update is `{k_text}` times too large{where}"
+        f"the gradient of each step is `{k_text}` times too large{where}"
     )
 
 
@@ -164,7 +164,7 @@ def _accumulated(facts: ModuleFacts) -> Iterator[Violation]:
             yield Violation(
                 CODE,
                 f"the gradients accumulated in `{accumulator.name}` are applied as their sum over the window, "
-                f"never divided by the accumulation steps {k_text}: each update is {k_text} times too large",
+                f"never divided by the accumulation steps {k_text}: the gradient of each step is {k_text} times too large",
                 applied.call,
                 _accumulated_fix(facts, applied, k) if k is not None else None,
             )
