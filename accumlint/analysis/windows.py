@@ -48,6 +48,8 @@ class Window:
     skips: list[Stmt] = field(default_factory=list)  # `if not boundary: continue` headers
     # "callee" form: the caller's expression that the callee tests (`update_grad=(i + 1) % k == 0`)
     passed_test: Optional[ast.expr] = None
+    # steps in the micro-loop outside every step block (an extra update in an inner `while`)
+    other_steps: list[Event] = field(default_factory=list)
 
     def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
@@ -99,6 +101,8 @@ class Window:
         for window in (self, *self.siblings):
             if window._own_block(stmt) or (window.gate is not None and stmt.within(window.gate)):
                 return False
+        if any(e.stmt.path == stmt.path for e in self.other_steps):
+            return False  # `backward(); optimizer.step(); zero_grad()` in one block: an update of its own, not the window's
         return not (
             self._once_per_loop(stmt) or _k_is_one_on_way(stmt, self.k) or self._gated_once_per_window(stmt)
             or self._flag_gated(stmt) or self._periodic(stmt)
@@ -903,6 +907,10 @@ def find_windows(
             window.skips = skips
             window.siblings = [w for w in found if w is not window]
             window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
+            window.other_steps = [
+                e for e in events if e.kind == STEP and window.micro_loop.contains(e.stmt)
+                and not any(w.in_step_block(e.stmt) for w in found)
+            ]
         if any(
             w.form == "gate" and w.gate is not None and e.kind == STEP and e.stmt.within(w.gate)
             and not any(x.in_step_block(e.stmt) for x in found)
