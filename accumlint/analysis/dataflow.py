@@ -572,10 +572,18 @@ class DataFlow:
 
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
         """The return values of the function the call runs, with the data flow of its module."""
-        callee = self.resolver.resolve(call, at.scope)
+        callee = self.resolver.resolve(call, at.scope) or self._module_forward(call, at)
         if callee is None or not callee.scope.returns:
             return None
         return callee.scope.returns, callee.module.flow
+
+    def _module_forward(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+        """`criterion(pred, target)` with `criterion = YoloLoss(...)` (or `self.criterion` built so in
+        the class), a class of the project: the `forward` that calling it runs (where its losses say how they are reduced)."""
+        if not isinstance(call.func, (ast.Name, ast.Attribute)):
+            return None
+        forward = ast.Call(func=ast.Attribute(value=call.func, attr="forward", ctx=ast.Load()), args=call.args, keywords=call.keywords)
+        return self.instance_method(forward, at)
 
     def _returns_scaling(self, helper, k_names, depth, index=()) -> Scaling:
         returns, flow = helper
