@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
 from accumlint.analysis.entries import gates_its_own_window, steps_each_optimizer
-from accumlint.analysis.exprs import dotted, is_constant, last_part, method_of
+from accumlint.analysis.exprs import dotted, is_constant, last_part, literal_element, method_of
 from accumlint.frameworks import keras, lightning
 
 FunctionNode = Union[ast.FunctionDef, ast.AsyncFunctionDef]
@@ -137,6 +137,11 @@ class Definition:
     @property
     def order(self) -> int:
         return self.stmt.order
+
+    def bound_value(self) -> Optional[ast.expr]:
+        """The value the name gets: the whole value, or for an unpack the element of the literal
+        tuple it came from (`self.model, self.opt = DDP(model), SGD(...)`); None when unknown."""
+        return literal_element(self.value, self.index) if self.kind == "unpack" else self.value
 
 
 @dataclass(eq=False, repr=False)

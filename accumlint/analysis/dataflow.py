@@ -451,11 +451,8 @@ class DataFlow:
             return self._source(definition.value, k_names, definition.stmt)
         if definition.kind == "unpack" and isinstance(definition.value, (ast.Tuple, ast.List)) and len(definition.index) == 1:
             # `w, h = b[2] - b[0], b[3] - b[1]`: each name is its own element
-            elements = definition.value.elts
-            position = definition.index[0]
-            if position < len(elements) and not any(isinstance(e, ast.Starred) for e in elements):
-                return self.scaling(elements[position], definition.stmt, k_names, depth + 1)
-            return UNKNOWN
+            element = definition.bound_value()
+            return self.scaling(element, definition.stmt, k_names, depth + 1) if element is not None else UNKNOWN
         if definition.kind == "unpack" and isinstance(definition.value, (ast.ListComp, ast.GeneratorExp)) and len(definition.index) == 1:
             # `a, b = [loss_fn(x, y) for x, y in zip(logits, labels)]`: every element is made alike
             return self.scaling(definition.value.elt, definition.stmt, k_names, depth + 1)

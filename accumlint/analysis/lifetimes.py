@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, last_part, literal_element, method_of, names_in, walk
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
 from accumlint.frameworks import Role
 
 if TYPE_CHECKING:
@@ -55,8 +55,7 @@ def resets(scope: Scope, name: str, within: Optional[Loop] = None) -> Iterator[S
     for definition in scope.definitions(name):
         if within is not None and not within.contains(definition.stmt):
             continue
-        value = literal_element(definition.value, definition.index) if definition.kind == "unpack" else definition.value
-        if definition.kind in {"assign", "unpack"} and _fresh(value, name):
+        if definition.kind in {"assign", "unpack"} and _fresh(definition.bound_value(), name):
             yield definition.stmt  # `total = 0`, or `logs, sizes = [], []`
         elif definition.kind == "inplace" and definition.op in _CLEARING:
             yield definition.stmt

@@ -10,7 +10,7 @@ from typing import Optional
 import ast
 
 from accumlint.analysis.collect import Collected, Definition, Scope
-from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, literal_element, positional
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, positional
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
 
@@ -172,7 +172,7 @@ def infer_roles(collected: Collected) -> Roles:
                 continue
             continue
         if definition.kind == "unpack":
-            element = literal_element(value, definition.index)
+            element = definition.bound_value()
             if element is None:
                 continue
             value = element

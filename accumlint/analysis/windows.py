@@ -324,9 +324,10 @@ def _last_window_index(test: ast.Compare) -> Optional[GateTest]:
         if not (isinstance(last, ast.BinOp) and isinstance(last.op, ast.Sub) and int_value(last.right) == 1):
             continue
         k = last.left
-        if int_value(k) is not None or not _words(k) & _WINDOW_WORDS or not _words(index) & _WINDOW_WORDS:
+        index_words = _words(index)
+        if int_value(k) is not None or not _words(k) & _WINDOW_WORDS or not index_words & _WINDOW_WORDS:
             continue
-        if "index" not in _words(index) and "idx" not in _words(index):
+        if not index_words & {"index", "idx"}:
             continue
         return GateTest(k, index, isinstance(test.ops[0], ast.Eq), False)
     return None

@@ -82,18 +82,21 @@ def _later_backwards(event: Event, events: list[Event], outer: Loop) -> list[Eve
     ]
 
 
-def _next_backward(event: Event, events: list[Event], outer: Loop) -> Optional[Event]:
-    later = _later_backwards(event, events, outer)
-    return min(later, key=lambda e: e.order) if later else None
+def _next_through_the_same_graph(event: Event, later: list[Event], sf, facts: ModuleFacts) -> Optional[Event]:
+    """The next backward, when one of the later backwards may run through this one's graph."""
+    first = ancestry_definitions(sf.scope, event)
+    if not any(_through_the_same_graph(event, first, other, sf, facts) for other in later):
+        return None  # a GAN's G step on a fresh forward: the D graph is never used again
+    return min(later, key=lambda e: e.order)
 
 
-def _through_the_same_graph(event: Event, later: Event, sf, facts: ModuleFacts) -> bool:
-    """The later backward may run through a graph-carrying value that this one ran through: the
-    same definition of a name reaches both, or a name neither can trace (an attribute set in
-    another method, a parameter) that may carry a graph. A later loss built by a method of this
-    class may read what this pass left on `self`: also the same graph, as far as we can tell."""
+def _through_the_same_graph(event: Event, first: dict[str, list[Definition]], later: Event, sf, facts: ModuleFacts) -> bool:
+    """The later backward may run through a graph-carrying value that this one (whose ancestry is
+    `first`) ran through: the same definition of a name reaches both, or a name neither can trace
+    (an attribute set in another method, a parameter) that may carry a graph. A later loss built by
+    a method of this class may read what this pass left on `self`: also the same graph, as far as
+    we can tell."""
     scope: Scope = sf.scope
-    first = ancestry_definitions(scope, event)
     second = ancestry_definitions(scope, later)
     if any(_reads_own_methods(d, scope) for ds in second.values() for d in ds if d.order > event.order):
         return True
@@ -185,11 +188,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if not event.stmt.loops:
                 continue
             outer = event.stmt.loops[0]
-            following = _next_backward(event, sf.events, outer)
-            if following is not None and not any(
-                _through_the_same_graph(event, later, sf, facts) for later in _later_backwards(event, sf.events, outer)
-            ):
-                following = None  # a GAN's G step on a fresh forward: the D graph is never used again
+            later = _later_backwards(event, sf.events, outer)
+            following = _next_through_the_same_graph(event, later, sf, facts) if later else None
             repeating = _repeating_loop(event, sf.events)
             removable = False
             if following is not None:

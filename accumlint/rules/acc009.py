@@ -17,7 +17,7 @@ from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, last_part, literal_element, method_of
+from accumlint.analysis.exprs import dotted, last_part, method_of
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import accelerate, ddp
@@ -201,8 +201,7 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
             current = current.parent
     for candidate in scopes:
         for definition in candidate.definitions(name):
-            value = literal_element(definition.value, definition.index) if definition.kind == "unpack" else definition.value
-            if definition.kind in {"assign", "unpack"} and _wraps(value, candidate, facts, name):
+            if definition.kind in {"assign", "unpack"} and _wraps(definition.bound_value(), candidate, facts, name):
                 return definition
     return None
 

@@ -394,7 +394,7 @@ def _unzeroed_optimizers(
     if not missing or not any(s.optimizer in zeroed for s in steps):
         return
     cleared = set().union(*(_models_of(name, sf.scope) for name in zeroed if name))
-    missing = [s for s in missing if not (_models_of(s.optimizer, sf.scope) or {""}) <= cleared]
+    missing = [s for s in missing if not _cleared_by_others(_models_of(s.optimizer, sf.scope), cleared)]
     if not missing:
         return
     reach = _Reach()
@@ -426,6 +426,11 @@ def _models_of(optimizer: Optional[str], scope: Scope) -> set[str]:
         for definition in seen.definitions(optimizer)
         for model in _parameters_of(definition.value)
     }
+
+
+def _cleared_by_others(models: set[str], cleared: set[str]) -> bool:
+    """Every model this optimizer was built on is one a zeroed optimizer holds (none known: no)."""
+    return bool(models) and models <= cleared
 
 
 def _wrapper_step(facts: ModuleFacts, step: Event) -> Optional[Callee]:
