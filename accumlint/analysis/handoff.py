@@ -30,7 +30,7 @@ def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
     return next((param for param, argument in bound.items() if dotted(argument) == value), None)
 
 
-def _classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee, resolver: Resolver) -> dict[str, str]:
+def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee, resolver: Resolver) -> dict[str, str]:
     """The parameters the call fills with an instance of a project class the caller shows."""
     found: dict[str, str] = {}
     for param, argument in bound.items():
@@ -59,7 +59,7 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
         name = _parameter(bound, value) if bound is not None else None
         if bound is None or name is None:
             return []
-        return [Handoff(callee, name, (callee.scope,), _classes(bound, site, callee, resolver))]
+        return [Handoff(callee, name, (callee.scope,), instance_classes(bound, site, callee, resolver))]
     init = resolver.constructor(site.call, scope)
     if init is None or init.scope.class_node is None:
         return []

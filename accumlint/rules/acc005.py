@@ -7,9 +7,10 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.events import BACKWARD, STEP, ZERO
+from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
-from accumlint.analysis.calls import Resolver
+from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
+from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
 from accumlint.analysis.sized import has_len
@@ -17,7 +18,9 @@ from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import MUL, OR, operand, replace
+from accumlint.rules.common import place_in
 from accumlint.rules.meta import FixSafety
+from accumlint.source import SourceText
 
 CODE = "ACC005"
 NAME = "partial-window-dropped"
@@ -271,7 +274,7 @@ def _one_outside_framework(window: Window, scope: Scope) -> bool:
     )
 
 
-def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
+def _gated_elsewhere(window: Window, source: SourceText) -> bool:
     """Something besides the step (gradient sync, step bookkeeping) is decided by the same
     `counter % k` test: changing the gate would desynchronise them."""
     assert window.test is not None and window.gate is not None
@@ -280,7 +283,7 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
          and n.left is window.test.counter),
         None,
     )
-    text = facts.source.segment(modulo) if modulo is not None else None
+    text = source.segment(modulo) if modulo is not None else None
     step_gates = {id(w.gate) for w in (window, *window.siblings)}  # the AMP and plain paths' own gates
     # Step bookkeeping in the step block: a counter advanced there (`global_step += 1`) that a test
     # reads (logging, saving, `max_steps`): an extra step per epoch would shift all of them.
@@ -299,7 +302,7 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
         inspected = node.test if isinstance(node, (ast.If, ast.While)) else node
         for sub in ast.walk(inspected):
             if text is not None and isinstance(sub, ast.BinOp) and isinstance(sub.op, ast.Mod):
-                if facts.source.segment(sub) == text:
+                if source.segment(sub) == text:
                     return True
             if window.test.flag is not None and isinstance(sub, ast.Name) and sub.id == window.test.flag:
                 if isinstance(sub.ctx, ast.Load):
@@ -307,7 +310,7 @@ def _gated_elsewhere(window: Window, facts: ModuleFacts) -> bool:
     return False
 
 
-def _step_text(window: Window, facts: ModuleFacts) -> str:
+def _step_text(window: Window, module: AnalysedModule) -> str:
     """The step as the code writes it (`opt.step()`, `optimizer.apply_gradients()`); of several
     steppers in one block (`xm.optimizer_step(opt)` on TPU, `scaler.step(opt)`, `opt.step()`), the
     optimizer's own."""
@@ -315,82 +318,145 @@ def _step_text(window: Window, facts: ModuleFacts) -> str:
     own = [
         e for e in steps
         if e.call is not None and isinstance(e.call.func, ast.Attribute) and dotted(e.call.func.value) == e.receiver
-        and facts.roles.role(e.receiver) == Role.OPTIMIZER
+        and module.roles.role(e.receiver) == Role.OPTIMIZER
     ]
     call = (own or steps)[0].call if steps else None
-    return f"`{facts.source.segment(call.func)}()`" if call is not None else "the optimizer step"
+    assert module.source is not None
+    return f"`{module.source.segment(call.func)}()`" if call is not None else "the optimizer step"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
-            if window.form == "inner" or window.test is None or window.test.end_clause:
-                continue
-            if window.test.since_last is not None:
-                continue  # whether the count carries into the next epoch depends on where it is reset
-            if window.form == "callee" and window.passed_test is None:
-                continue  # the test is the called function's own: its counter is not the loop's in sight
-                continue
-            if window.reporting_gate:
-                continue  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
-            if facts.roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, sf.scope):
-                continue  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
-            counted = _epoch_counter(window, facts.analysed.resolver)
-            if counted is None:
-                continue
-            counter, start, sized = counted
-            if counter not in names_in(window.test.counter) or _flushed_after(window, sf.events):
-                continue
-            if _discarded_after(window, sf.events) or _cut_by_count(window, counter):
-                continue
-            k_text = facts.source.segment(window.k)
-            fix = None
-            gate = window.gate
-            tested = gate.test if gate is not None else window.passed_test  # the caller's text of the test
-            if tested is None:
-                continue
-            off_by_one = _off_by_one(window, start, tested)
-            stepped = _step_text(window, facts)
-            short = window.test.short_epoch_clause
-            if (
-                short is None  # the gate is more than its `% k` test: report only
-                and gate is not None and window.form == "gate" and window.test.flag is None and sized is not None
-                and has_len(sized, sf.scope, facts.collected) and not _gated_elsewhere(window, facts)
+            found = _dropped_window(window, sf.scope, sf.events, facts.analysed)
+            if found is not None:
+                message, node, fix = found
+                yield Violation(CODE, message, node, fix)
+    yield from _handed_over(facts)
+
+
+def _dropped_window(
+    window: Window, scope: Scope, events: list[Event], module: AnalysedModule
+) -> Optional[tuple[str, ast.AST, Optional[Fix]]]:
+    """The finding's message, node and fix when the window's last micro-batches of each epoch
+    never reach the step, read in the module that holds the loop."""
+    source, roles = module.source, module.roles
+    assert source is not None
+    if window.form == "inner" or window.test is None or window.test.end_clause:
+        return None
+    if window.test.since_last is not None:
+        return None  # whether the count carries into the next epoch depends on where it is reset
+    if window.form == "callee" and window.passed_test is None:
+        return None  # the test is the called function's own: its counter is not the loop's in sight
+    if window.reporting_gate:
+        return None  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
+    if roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, scope):
+        return None  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
+    counted = _epoch_counter(window, module.resolver)
+    if counted is None:
+        return None
+    counter, start, sized = counted
+    if counter not in names_in(window.test.counter) or _flushed_after(window, events):
+        return None
+    if _discarded_after(window, events) or _cut_by_count(window, counter):
+        return None
+    k_text = source.segment(window.k)
+    fix = None
+    gate = window.gate
+    tested = gate.test if gate is not None else window.passed_test  # the caller's text of the test
+    if tested is None:
+        return None
+    off_by_one = _off_by_one(window, start, tested)
+    stepped = _step_text(window, module)
+    short = window.test.short_epoch_clause
+    if (
+        short is None  # the gate is more than its `% k` test: report only
+        and gate is not None and window.form == "gate" and window.test.flag is None and sized is not None
+        and has_len(sized, scope, module.collected) and not _gated_elsewhere(window, source)
+    ):
+        sized_text = source.segment(sized)
+        end = f"{counter} + 1 == len({sized_text})" if start == 0 else (
+            f"{counter} == len({sized_text})" if start == 1 else f"{counter} - {start - 1} == len({sized_text})"
+        )
+        if not off_by_one:
+            new_test = f"{operand(source, gate.test, OR)} or {end}"
+            edit = replace(source, gate.test, new_test)
+            fix = Fix(f"Also step when the data ends: `or {end}`", "safe", (edit,))
+        elif isinstance(gate.test, (ast.Compare, ast.UnaryOp)):  # the whole test is the `% k` check
+            boundary = f"({counter} + 1) % {operand(source, window.k, MUL + 1)} == 0"
+            edit = replace(source, gate.test, f"{boundary} or {end}")
+            fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
+    if off_by_one:
+        message = (
+            f"the step is gated on `{source.segment(tested)}` with `{counter}` counted from 0: it "
+            f"fires after the first batch alone (a one-batch first window), and the last "
+            f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
+            f"{_leftover(window, events)}"
+        )
+    elif window.micro_loop.implicit:
+        message = (
+            f"the step is gated on `% {k_text}` with no `or self.trainer.is_last_batch`: the last "
+            f"len % {k_text} batches of each epoch never reach {stepped}"
+        )
+    elif short is not None:
+        message = (
+            f"the step is gated on `% {k_text}` and its end-of-data clause `{' '.join(source.segment(short).split())}` "
+            f"fires only when an epoch is shorter than one window: for longer epochs the last "
+            f"len % {k_text} batches never reach {stepped} in their epoch{_leftover(window, events)}"
+        )
+    else:
+        message = (
+            f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
+            f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
+            f"{_leftover(window, events)}"
+        )
+    return message, gate if gate is not None else tested, fix
+
+
+def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
+    """A loop in a project function that steps through an object the caller hands it, of a
+    project class the function's own module does not show (`train_one_epoch(..., loss_scaler)`
+    with `loss_scaler = NativeScaler()` here, whose `__call__` steps when `update_grad=` says):
+    read as this call runs it, and reported here, where the object is made, with no fix (the
+    gate is in the other function). A window the function's own reading finds is its own
+    module's finding."""
+    resolver = facts.analysed.resolver
+    seen: set[int] = set()
+    for sf in facts.scopes:
+        for site in sf.scope.calls:
+            if not any(
+                (name := dotted(argument)) is not None and resolver.instance_class(name, sf.scope) is not None
+                for argument in [*site.call.args, *(kw.value for kw in site.call.keywords)]
             ):
-                sized_text = facts.source.segment(sized)
-                end = f"{counter} + 1 == len({sized_text})" if start == 0 else (
-                    f"{counter} == len({sized_text})" if start == 1 else f"{counter} - {start - 1} == len({sized_text})"
+                continue  # no project object handed over: the callee reads as its own module reads it
+            callee = resolver.resolve(site.call, sf.scope)
+            if callee is None or callee.scope is sf.scope or callee.module.source is None:
+                continue
+            bound = bound_arguments(site.call, callee)
+            classes = instance_classes(bound, site, callee, resolver) if bound is not None else {}
+            if not classes:
+                continue
+            own = {id(w.micro_loop.node) for w in callee.module.windows_of(callee.scope)[1]}
+            events, windows = callee.module.windows_handed(callee.scope, classes)
+            for window in windows:
+                if id(window.micro_loop.node) in own or id(window.micro_loop.node) in seen:
+                    continue
+                found = _dropped_window(window, callee.scope, events, callee.module)
+                if found is None:
+                    continue
+                seen.add(id(window.micro_loop.node))
+                message, node, _ = found
+                yield Violation(
+                    CODE,
+                    f"`{callee.scope.name}()` ({place_in(callee.module, node)}) steps through the "
+                    f"{_handed_text(classes, window)} handed to it here: {message}",
+                    site.call,
                 )
-                if not off_by_one:
-                    new_test = f"{operand(facts.source, gate.test, OR)} or {end}"
-                    edit = replace(facts.source, gate.test, new_test)
-                    fix = Fix(f"Also step when the data ends: `or {end}`", "safe", (edit,))
-                elif isinstance(gate.test, (ast.Compare, ast.UnaryOp)):  # the whole test is the `% k` check
-                    boundary = f"({counter} + 1) % {operand(facts.source, window.k, MUL + 1)} == 0"
-                    edit = replace(facts.source, gate.test, f"{boundary} or {end}")
-                    fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
-            if off_by_one:
-                message = (
-                    f"the step is gated on `{facts.source.segment(tested)}` with `{counter}` counted from 0: it "
-                    f"fires after the first batch alone (a one-batch first window), and the last "
-                    f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
-                    f"{_leftover(window, sf.events)}"
-                )
-            elif window.micro_loop.implicit:
-                message = (
-                    f"the step is gated on `% {k_text}` with no `or self.trainer.is_last_batch`: the last "
-                    f"len % {k_text} batches of each epoch never reach {stepped}"
-                )
-            elif short is not None:
-                message = (
-                    f"the step is gated on `% {k_text}` and its end-of-data clause `{' '.join(facts.source.segment(short).split())}` "
-                    f"fires only when an epoch is shorter than one window: for longer epochs the last "
-                    f"len % {k_text} batches never reach {stepped} in their epoch{_leftover(window, sf.events)}"
-                )
-            else:
-                message = (
-                    f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
-                    f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
-                    f"{_leftover(window, sf.events)}"
-                )
-            yield Violation(CODE, message, gate if gate is not None else tested, fix)
+
+
+def _handed_text(classes: dict[str, str], window: Window) -> str:
+    """The handed objects the step goes through (`loss_scaler(...)`), not the others (a logger)."""
+    call = window.step.call
+    head = (dotted(call.func) or "").partition(".")[0] if call is not None else ""
+    stepping = [param for param in classes if param == head] or sorted(classes)
+    return " and ".join(f"`{param}`" for param in stepping)
