@@ -3,6 +3,8 @@ micro-steps, and `fabric.clip_gradients` that unscales first."""
 
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
+SETUP_METHODS = frozenset({"setup"})  # `model, optimizer = fabric.setup(model, optimizer)`
+
 SPEC = FrameworkSpec(
     Framework.FABRIC,
     constructors={"Fabric": Role.FABRIC},

@@ -17,10 +17,10 @@ from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, last_part, method_of
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
-from accumlint.frameworks import accelerate, ddp
+from accumlint.frameworks import Role, accelerate, ddp, fabric
 from accumlint.model import Violation
 from accumlint.rules.common import place_in
 from accumlint.rules.meta import FixSafety
@@ -38,6 +38,9 @@ _PARALLEL_WORDS = re.compile(r"ddp|fsdp|distributed|parallel", re.IGNORECASE)
 # `accumulate` is a sync control only as Accelerate's `accelerator.accumulate(model)`: a variable
 # called `accumulate` holds a step count (YOLO), and `coco_eval.accumulate()` sums metrics.
 _CALL_ONLY_CONTROLS = frozenset({accelerate.ACCUMULATE_CONTEXT})
+# `accelerator.prepare(model)` and `fabric.setup(model)` wrap the model in DDP on a multi-process launch.
+_PREPARE_METHODS = accelerate.PREPARE_METHODS | fabric.SETUP_METHODS
+_DDP_LAUNCH_CLASSES = frozenset({"DistributedDataParallelKwargs", "DDPStrategy"})
 
 
 def _sync_control_call(call: ast.Call) -> bool:
@@ -201,16 +204,94 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
             current = current.parent
     for candidate in scopes:
         for definition in candidate.definitions(name):
-            if definition.kind in {"assign", "unpack"} and _wraps(definition.bound_value(), candidate, facts, name):
+            if _holds_wrapping(definition, candidate, facts):
                 return definition
     return None
+
+
+def _holds_wrapping(definition: Definition, scope: Scope, facts: ModuleFacts, depth: int = 0) -> bool:
+    """The definition gives its name a DDP model: `DDP(model)`, a project helper that returns
+    one (also as an element of the tuple it returns: `model, opt = setup_for_distributed(...)`),
+    a framework's `prepare`, or a name that held one just before (`model = DDP(model)`, then
+    `self.model = model`)."""
+    if definition.kind not in {"assign", "unpack"}:
+        return False
+    if _preparer(definition, facts) is not None:
+        return True
+    value = definition.bound_value()
+    if value is None and definition.kind == "unpack":
+        return _wraps(definition.value, scope, facts, definition.name, definition.index)
+    if _wraps(value, scope, facts, definition.name):
+        return True
+    if not isinstance(value, ast.Name) or depth >= 2:
+        return False
+    earlier = [
+        d for d in scope.definitions(value.id) if d.order < definition.order and d.stmt.compatible(definition.stmt)
+    ]
+    return bool(earlier) and _holds_wrapping(earlier[-1], scope, facts, depth + 1)
+
+
+def _preparer(definition: Definition, facts: ModuleFacts) -> Optional[str]:
+    """The Accelerator or Fabric whose `prepare(model, ...)` / `setup(model, ...)` gave this name
+    a model: DistributedDataParallel when launched on several processes. Not in a module that
+    uses DeepSpeed, whose engine reduces by its own accumulation settings, and not an element
+    that is an optimizer, a scheduler or a loader."""
+    roles = facts.roles
+    call = definition.value
+    if roles.uses_deepspeed or not isinstance(call, ast.Call) or not isinstance(call.func, ast.Attribute):
+        return None
+    if call.func.attr not in _PREPARE_METHODS or definition.name not in roles.prepared:
+        return None
+    owner = dotted(call.func.value)
+    if roles.role(owner) not in {Role.ACCELERATOR, Role.FABRIC} or roles.role(definition.name) is not None:
+        return None
+    argument = positional(call, definition.index[0] if definition.index else 0)
+    if argument is None or roles.role(dotted(argument)) is not None:
+        return None
+    return owner if owner is not None and _built_for_ddp(owner, facts) else None
+
+
+def _built_for_ddp(owner: str, facts: ModuleFacts) -> bool:
+    """The module builds its Accelerator or Fabric for a DDP launch in the code itself:
+    `DistributedDataParallelKwargs` for an Accelerator, a DDP strategy for a Fabric. Otherwise the
+    launch config decides (one process, DeepSpeed, FSDP), and the code shows no DDP to report on."""
+    def find() -> bool:
+        built = any(
+            isinstance(d.value, ast.Call) for scope in facts.collected.scopes for d in scope.definitions(owner)
+        )
+        return built and any(_names_ddp(site.call, facts.roles) for scope in facts.collected.scopes for site in scope.calls)
+
+    return facts.cached(f"acc009_built_for_ddp:{owner}", find)
+
+
+def _names_ddp(call: ast.Call, roles: Roles) -> bool:
+    """`DistributedDataParallelKwargs(...)`, `DDPStrategy(...)`, `Fabric(strategy="ddp")`."""
+    if last_part(roles.canonical(dotted(call.func))) in _DDP_LAUNCH_CLASSES:
+        return True
+    strategy = keyword(call, "strategy")
+    return (
+        isinstance(strategy, ast.Constant) and isinstance(strategy.value, str)
+        and strategy.value.split("_", 1)[0] == "ddp"  # "ddp", "ddp_spawn", "ddp_find_unused_parameters_true"
+    )
+
+
+def _prepared_models(facts: ModuleFacts) -> set[str]:
+    return {
+        definition.name
+        for scope in facts.collected.scopes
+        for definitions in scope.defs.values()
+        for definition in definitions
+        if definition.kind in {"assign", "unpack"} and _preparer(definition, facts) is not None
+    }
 
 
 def _builds_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
     return isinstance(value, ast.Call) and roles.canonical(dotted(value.func)).rsplit(".", 1)[-1] in ddp.WRAPPERS
 
 
-def _wraps(value: Optional[ast.expr], scope: Scope, facts: ModuleFacts, target: str = "") -> bool:
+def _wraps(
+    value: Optional[ast.expr], scope: Scope, facts: ModuleFacts, target: str = "", index: tuple[int, ...] = ()
+) -> bool:
     """`DDP(model, ...)`, or a call of a project function whose every return is one, built in the
     `return` or in the name it returns (`model = setup_model(model)` with `return DDP(model, ...)`
     or `model = DDP(model); return model`), in a module that builds a wrapper. The function is
@@ -228,7 +309,12 @@ def _wraps(value: Optional[ast.expr], scope: Scope, facts: ModuleFacts, target: 
     callee = facts.analysed.resolver.resolve(value, scope)
     if callee is None or not callee.scope.returns or not _builds_wrappers(callee.module):
         return False
-    return all(_returns_wrapper(returned, stmt, callee.module.roles) for returned, stmt in callee.scope.returns)
+    returned_values = [
+        (literal_element(returned, index) if index else returned, stmt) for returned, stmt in callee.scope.returns
+    ]
+    return all(
+        value is not None and _returns_wrapper(value, stmt, callee.module.roles) for value, stmt in returned_values
+    )
 
 
 def _accumulates(facts: ModuleFacts) -> bool:
@@ -262,20 +348,35 @@ def _returns_wrapper(returned: ast.expr, stmt: Stmt, roles: Roles) -> bool:
 def _ddp_models(facts: ModuleFacts) -> set[str]:
     """The names that hold a DDP/FSDP wrapping somewhere in the module."""
     def find() -> set[str]:
-        found = set(facts.roles.ddp_models)
+        found = set(facts.roles.ddp_models) | _prepared_models(facts)
         for scope in facts.collected.scopes:
             for name, definitions in scope.defs.items():
-                if name not in found and any(
-                    d.kind == "assign" and not _builds_wrapper(d.value, facts.roles) and _wraps(d.value, scope, facts, name)
-                    for d in definitions
-                ):
+                if name not in found and any(_holds_wrapping(d, scope, facts) for d in definitions):
                     found.add(name)
         return found
 
     return facts.cached("acc009_models", find)
 
 
-def _advice(facts: ModuleFacts, model: str, where: str = "") -> str:
+def _subject(facts: ModuleFacts, wrapping: Optional[Definition]) -> str:
+    owner = _preparer(wrapping, facts) if wrapping is not None else None
+    if owner is None:
+        return "the DistributedDataParallel model"
+    return f"the model that `{owner}` prepared (DistributedDataParallel on a multi-process launch)"
+
+
+def _advice(facts: ModuleFacts, model: str, where: str = "", wrapping: Optional[Definition] = None) -> str:
+    owner = _preparer(wrapping, facts) if wrapping is not None else None
+    if owner is not None and facts.roles.role(owner) == Role.FABRIC:
+        return (
+            f"run the forward and backward of non-final micro-steps{where} under "
+            f"`{owner}.no_backward_sync({model}, enabled=...)`"
+        )
+    if owner is not None:
+        return (
+            f"wrap the forward and backward of non-final micro-steps{where} in `{owner}.no_sync({model})`, "
+            f"or run each micro-step under `{owner}.accumulate({model})`"
+        )
     foreign = _foreign_wrapper(facts, {model})
     if foreign is not None:
         return (
@@ -313,12 +414,51 @@ def _wrapped_models_in(loop: Loop, scope: Scope, facts: ModuleFacts, models: set
     """The DDP models wrapped in sight that the loop reads or calls (`self.model(x)`), in order, but
     not one whose every forward in the loop runs without autograd or is detached at once (a
     distillation teacher: no gradient reaches its parameters, so it never reduces)."""
-    used = [o.name for o in scope.occurrences if o.name in models and loop.contains(o.stmt)]
-    used += [dotted(site.call.func) or "" for site in scope.calls if dotted(site.call.func) in models and loop.contains(site.stmt)]
+    aliases = _local_aliases(scope, facts, models)
+    names = models | set(aliases)
+    used = [o.name for o in scope.occurrences if o.name in names and loop.contains(o.stmt)]
+    used += [dotted(site.call.func) or "" for site in scope.calls if dotted(site.call.func) in names and loop.contains(site.stmt)]
     return [
         name for name in used
-        if _wrapping_in_sight(name, scope, facts) is not None and not _only_graph_free_forwards(name, loop, scope)
+        if (name in aliases or _wrapping_in_sight(name, scope, facts) is not None)
+        and not _only_graph_free_forwards(name, loop, scope)
     ]
+
+
+def _wrapping_of(name: str, scope: Scope, facts: ModuleFacts) -> Optional[Definition]:
+    """The wrapping in sight of a model name, or of the model a local alias holds."""
+    source = _local_aliases(scope, facts, _ddp_models(facts)).get(name, name)
+    return _wrapping_in_sight(source, scope, facts)
+
+
+def _local_aliases(scope: Scope, facts: ModuleFacts, models: set[str]) -> dict[str, str]:
+    """Local names bound to a DDP model wrapped in sight (`encoder = self.encoder` in a method
+    called after another one wrapped it), and maybe wrapped again in DataParallel, which keeps the
+    DDP inside: every definition is one of the two, at least one the alias."""
+    found: dict[str, str] = {}
+    for name, definitions in scope.defs.items():
+        if name in models or "." in name:
+            continue
+        aliased: Optional[str] = None
+        for definition in definitions:
+            value = definition.bound_value() if definition.kind in {"assign", "unpack"} else None
+            source = dotted(value) if value is not None else None
+            if source is not None and source in models and _wrapping_in_sight(source, scope, facts) is not None:
+                aliased = source
+            elif not _rewraps(value, name, facts.roles):
+                break
+        else:
+            if aliased is not None:
+                found[name] = aliased
+    return found
+
+
+def _rewraps(value: Optional[ast.expr], name: str, roles: Roles) -> bool:
+    """`name = DataParallel(name)`: the single-process wrapper around the name's own model."""
+    return (
+        isinstance(value, ast.Call) and bool(value.args) and dotted(value.args[0]) == name
+        and roles.canonical(dotted(value.func)).rsplit(".", 1)[-1] == "DataParallel"
+    )
 
 
 def _only_graph_free_forwards(model: str, loop: Loop, scope: Scope) -> bool:
@@ -369,6 +509,30 @@ def _detaches_each(comprehension: ast.ListComp, name: str) -> bool:
     )
 
 
+def _pinned_to_one(facts: ModuleFacts) -> set[str]:
+    """Names the module asserts to be 1 (`if args.distributed: assert args.accumsteps == 1`): a
+    loop that accumulates over one of them never accumulates where the assertion holds."""
+    def find() -> set[str]:
+        pinned: set[str] = set()
+        for node in ast.walk(facts.module):
+            test = node.test if isinstance(node, ast.Assert) else None
+            if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.LtE)):
+                continue
+            left, right = test.left, test.comparators[0]
+            for named, constant in ((left, right), (right, left)):
+                if int_value(constant) == 1 and dotted(named) is not None:
+                    pinned.add(dotted(named) or "")
+        return pinned
+
+    return facts.cached("acc009_pinned_to_one", find)
+
+
+def _reads_pinned(loop: Loop, scope: Scope, facts: ModuleFacts) -> bool:
+    """The loop reads an accumulation count the module asserts to be 1 (`loss / args.accumsteps`)."""
+    pinned = {name for name in _pinned_to_one(facts) if "accum" in last_part(name).lower()}
+    return bool(pinned) and any(o.name in pinned and loop.contains(o.stmt) for o in scope.occurrences)
+
+
 def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight of the loop that accumulates with it."""
     models = _ddp_models(facts)
@@ -378,13 +542,16 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
-            if _helper_controls_sync(sf.scope, window, facts):
+            if _helper_controls_sync(sf.scope, window, facts) or _reads_pinned(window.micro_loop, sf.scope, facts):
+                continue
+            if dotted(window.k) in _pinned_to_one(facts):
                 continue
             reported.add(id(backward.call))
+            wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
-                "the DistributedDataParallel model reduces gradients across ranks on every "
-                f"micro-step: {_advice(facts, used[0])}",
+                f"{_subject(facts, wrapping)} reduces gradients across ranks on every "
+                f"micro-step: {_advice(facts, used[0], wrapping=wrapping)}",
                 backward.call,
             )
 
@@ -402,11 +569,14 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
                 continue
             if backward.callee is not None and _helpers_manage_sync(backward, facts):
                 continue
+            if _reads_pinned(loop, sf.scope, facts):
+                continue
             reported.add(id(backward.call))
+            wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
-                "the DistributedDataParallel model reduces gradients across ranks on every pass of this loop "
-                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0])}",
+                f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this loop "
+                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}",
                 backward.call,
             )
 
@@ -466,7 +636,10 @@ def _handed_finding(
     backward: Event, via: Optional[str],
 ) -> Violation:
     line = getattr(wrapping.stmt.node, "lineno", "?")
+    owner = _preparer(wrapping, facts)
     head = f"the DistributedDataParallel model `{value}` (wrapped at line {line})"
+    if owner is not None:
+        head = f"the model `{value}` that `{owner}` prepared at line {line} (DistributedDataParallel on a multi-process launch)"
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     assert backward.call is not None
     if handoff.callee.module is facts.analysed:
@@ -474,14 +647,14 @@ def _handed_finding(
         return Violation(
             CODE,
             f"{head} is handed to {function} at line {call_line}, and reduces gradients across ranks on every "
-            f"micro-step of this loop: {_advice(facts, value)}",
+            f"micro-step of this loop: {_advice(facts, value, wrapping=wrapping)}",
             backward.call,
         )
     where = place_in(handoff.callee.module, backward.call)
     return Violation(
         CODE,
         f"{head} is handed to {function} ({where}), whose loop reduces gradients across ranks on every "
-        f"micro-step: {_advice(facts, value, ' there')}",
+        f"micro-step: {_advice(facts, value, ' there', wrapping)}",
         site.call,
     )
 

@@ -1,0 +1,127 @@
+"""ACC009 and the ways a DDP wrapping reaches the name the loop runs: `model = DDP(model)` then
+`self.model = model` in a trainer's `__init__`; a project helper that returns the wrapped model
+as an element of a tuple (`model, optimizer = setup_for_distributed_mode(...)`, in another module).
+Clean twins: the attribute stored before the wrapping, a helper that returns the bare model, and
+a module that asserts the accumulation count is 1 (`if args.distributed: assert args.accum == 1`),
+so a DDP run never accumulates."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from accumlint.engine import check_source
+
+TRAINER = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def __init__(self, model, optimizer, args):
+        {init}
+        self.optimizer = optimizer
+        self.args = args
+
+    def train_epoch(self, loader):
+        for i, (x, y) in enumerate(loader):
+            loss = self.model(x, y) / self.args.accum
+            loss.backward()
+            if (i + 1) % self.args.accum == 0 or i + 1 == len(loader):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+WRAP_THEN_STORE = "if args.local_rank != -1:\n            model = DDP(model, device_ids=[args.local_rank])\n        self.model = model"
+STORE_THEN_WRAP = "self.model = model\n        if args.local_rank != -1:\n            model = DDP(model, device_ids=[args.local_rank])"
+
+SCRIPT = """
+import torch
+
+
+def main(model, optimizer, loader, args):
+    {assertion}
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    for batch_idx, steps in enumerate(loader):
+        for x, y in steps:
+            loss = model(x, y) / args.accumsteps
+            loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+def acc009(source: str, path: str = "case.py") -> list:
+    result = check_source(textwrap.dedent(source), path)
+    assert result.error is None, result.error
+    return [f for f in result.findings if f.code == "ACC009"]
+
+
+def test_a_wrapped_local_stored_on_self_is_the_ddp_model():
+    [finding] = acc009(TRAINER.format(init=WRAP_THEN_STORE))
+    assert "`self.model.no_sync()`" in finding.message
+
+
+def test_an_attribute_stored_before_the_wrapping_is_the_bare_model():
+    assert acc009(TRAINER.format(init=STORE_THEN_WRAP)) == []
+
+
+def test_an_accumulation_count_asserted_to_be_one_never_accumulates():
+    assert acc009(SCRIPT.format(assertion="pass"))  # the twin: reported
+    pinned = "if args.distributed:\n        assert args.accumsteps == 1"
+    assert acc009(SCRIPT.format(assertion=pinned)) == []
+
+
+def test_another_number_asserted_to_be_one_does_not_silence():
+    source = SCRIPT.format(assertion="assert args.batch_size == 1").replace("model(x, y)", "model(x, y, args.batch_size)")
+    assert len(acc009(source)) == 1
+
+
+HELPERS = """
+import torch
+
+
+def setup_for_distributed_mode(model, optimizer, local_rank):
+    if local_rank != -1:
+        model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank])
+    return {returned}, optimizer
+"""
+
+RUNNER = """
+from helpers import setup_for_distributed_mode
+
+
+class Runner:
+    def __init__(self, model, optimizer, args):
+        model, optimizer = setup_for_distributed_mode(model, optimizer, args.local_rank)
+        self.encoder = model
+        self.optimizer = optimizer
+        self.args = args
+
+    def run_epoch(self, loader):
+        for i, batch in enumerate(loader):
+            loss = self.encoder(batch).mean() / self.args.accum
+            loss.backward()
+            if (i + 1) % self.args.accum == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+
+def _runner_findings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, returned: str) -> list:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "helpers.py").write_text(textwrap.dedent(HELPERS.format(returned=returned)))
+    (tmp_path / "runner.py").write_text(textwrap.dedent(RUNNER))
+    monkeypatch.chdir(tmp_path)
+    return acc009((tmp_path / "runner.py").read_text(), "runner.py")
+
+
+def test_a_helper_returning_the_wrapped_model_in_a_tuple(tmp_path, monkeypatch):
+    [finding] = _runner_findings(tmp_path, monkeypatch, "model")
+    assert "`self.encoder.no_sync()`" in finding.message
+
+
+def test_a_helper_returning_the_bare_model_in_a_tuple(tmp_path, monkeypatch):
+    assert _runner_findings(tmp_path, monkeypatch, "model.module if local_rank != -1 else model") == []
