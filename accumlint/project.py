@@ -22,7 +22,9 @@ _MAX_IMPORTER_SCAN = 20_000  # files: a monorepo past this is not scanned for im
 
 
 def project_root(path: Path) -> Path:
-    """The nearest folder above `path` with a project marker; else the folder that holds the
+    """The nearest folder above `path` with a project marker; else the folder the check runs
+    from, when it holds the file (an exported tree without `.git`, checked from its top: a script
+    in `optimizer/` is called from `train.py` beside that folder); else the folder that holds the
     top package (the last folder going up that has an `__init__.py`)."""
     start = path.resolve().parent
     for folder in (start, *start.parents):
@@ -31,7 +33,22 @@ def project_root(path: Path) -> Path:
     top = start
     while (top / "__init__.py").exists() and top.parent != top:
         top = top.parent
+    here = _working_folder()
+    if here is not None and here != top and here in top.parents:
+        return here
     return top
+
+
+def _working_folder() -> Optional[Path]:
+    """The folder the check runs from, unless it is too wide to be one project (the file
+    system's root or the home folder)."""
+    try:
+        here = Path.cwd().resolve()
+    except OSError:
+        return None
+    if here.parent == here or here == Path.home().resolve():
+        return None
+    return here
 
 
 @dataclass(frozen=True)

@@ -199,6 +199,45 @@ def test_without_a_marker_the_top_package_folder_is_the_root(tmp_path):
     assert project_root(tmp_path / "a" / "pkg" / "sub" / "m.py") == tmp_path / "a"
 
 
+STEPPER = """
+import torch
+
+
+class Stepper:
+    def __init__(self, optimizer, grad_accum):
+        self.optimizer, self.grad_accum = optimizer, grad_accum
+
+    def step(self, loss, global_step):
+        loss.backward()
+        if (global_step + 1) % self.grad_accum == 0:
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+
+STEPPER_DRIVER = """
+from optim.stepper import Stepper
+
+
+def main(model, loader, optimizer, args):
+    stepper = Stepper(optimizer, args.grad_accum)
+    for global_step, batch in enumerate(loader):
+        stepper.step(model(batch).mean(), global_step)
+"""
+
+
+def test_without_a_marker_the_folder_the_check_runs_from_is_the_root(tmp_path, monkeypatch):
+    """An exported tree without `.git`: `optim/` has no `__init__.py`, and the script that calls
+    its class every batch sits above it. Checked from the tree's top, the window in the class
+    is read with its caller; checked from inside `optim/`, that folder is the project."""
+    _write(tmp_path, {"tree/optim/stepper.py": STEPPER, "tree/train.py": STEPPER_DRIVER})
+    stepper = tmp_path / "tree" / "optim" / "stepper.py"
+    monkeypatch.chdir(tmp_path / "tree")
+    assert project_root(stepper) == (tmp_path / "tree").resolve()
+    assert {code for code, _ in _found(stepper)} == {"ACC001"}
+    monkeypatch.chdir(tmp_path / "tree" / "optim")
+    assert project_root(stepper) == (tmp_path / "tree" / "optim").resolve()
+
+
 def test_an_edited_module_is_read_again(tmp_path):
     _write(tmp_path, {**PACKAGE, "train.py": SCRIPT})
     assert ("ACC001", 19) in _found(tmp_path / "train.py")
