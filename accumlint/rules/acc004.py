@@ -35,12 +35,7 @@ def _region(clip: Event, events: list[Event]) -> Optional[Callable[[Stmt], bool]
         return None
     # `if amp: scaler.scale(loss).backward(); scaler.unscale_(opt) else: loss.backward()`: the
     # region starts at the first of the last backward passes that exclude one another.
-    last = [backwards[-1]]
-    for event in reversed(backwards[:-1]):
-        if any(event.stmt.compatible(other.stmt) for other in last):
-            break
-        last.append(event)
-    start = min(event.order for event in last)
+    start = min(event.order for event in _last_exclusive(backwards))
     return lambda stmt: stmt.order >= start
 
 
@@ -72,6 +67,20 @@ def _scaler_behind(backward: Event) -> Optional[str]:
     return scalers.pop()
 
 
+def _last_exclusive(events: list[Event]) -> list[Event]:
+    """The last event and those just before it on branches that exclude it and one another
+    (`if scaler: scaler.scale(loss).backward() else: loss.backward()`): what reaches the next
+    statement, one per branch."""
+    if not events:
+        return []
+    last = [events[-1]]
+    for event in reversed(events[:-1]):
+        if any(event.stmt.compatible(other.stmt) for other in last):
+            break
+        last.append(event)
+    return last
+
+
 def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """`scaler.scale(loss).backward()` in the loop, then `self._optimizer_step()` that clips and
     steps the scaler: the clip is reported where it is written (in this module), report only,
@@ -86,22 +95,25 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
             if e.order < call_event.order and loop.contains(e.stmt) and e.stmt.compatible(call_event.stmt)
             and e.kind in {BACKWARD, UNSCALE}
         ]
-        scaler = _scaler_behind(before[-1]) if before and before[-1].kind == BACKWARD else None
-        if scaler is None:
+        last = _last_exclusive(before)
+        scaled = [e for e in last if e.kind == BACKWARD and _scaler_behind(e) is not None]
+        if not scaled or any(e.kind == UNSCALE for e in last):
             continue  # no scaled backward right before the call, or an unscale_ in between
+        scaler = _scaler_behind(scaled[0])
         clip = _unscaled_clip_in(callee)
         if clip is None or clip.call is None or id(clip.call) in reported:
             continue
         reported.add(id(clip.call))
-        scaled = f"`{scaler}.scale(...).backward()`"
-        if before[-1].callee is not None:
-            scaled += f" in `{before[-1].callee.scope.name}()`"
+        backward = scaled[0]
+        scaled_text = f"`{scaler}.scale(...).backward()`"
+        if backward.callee is not None:
+            scaled_text += f" in `{backward.callee.scope.name}()`"
         if callee.module is facts.analysed:
             line = getattr(call_event.stmt.node, "lineno", "?")
             yield Violation(
                 CODE,
                 f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` is called at line {line} after "
-                f"{scaled} and clips before any `unscale_()`",
+                f"{scaled_text} and clips before any `unscale_()`",
                 clip.call,
             )
         else:  # the clip is in another module: reported at the call, naming where it is
@@ -109,7 +121,7 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
             yield Violation(
                 CODE,
                 f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` ({where}) clips before any "
-                f"`unscale_()`, and it is called here after {scaled}",
+                f"`unscale_()`, and it is called here after {scaled_text}",
                 call_event.call,
             )
 
