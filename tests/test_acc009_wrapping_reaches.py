@@ -125,3 +125,43 @@ def test_a_helper_returning_the_wrapped_model_in_a_tuple(tmp_path, monkeypatch):
 
 def test_a_helper_returning_the_bare_model_in_a_tuple(tmp_path, monkeypatch):
     assert _runner_findings(tmp_path, monkeypatch, "model.module if local_rank != -1 else model") == []
+
+
+def test_an_assertion_inside_the_loop_guards_only_its_branch():
+    """`if zero_order: assert args.accumsteps == 1 ...` inside the loop: the other branch accumulates."""
+    source = SCRIPT.format(assertion="pass").replace(
+        "        for x, y in steps:\n",
+        "        if args.zero_order:\n            assert args.accumsteps == 1\n            continue\n        for x, y in steps:\n",
+    )
+    assert "assert args.accumsteps == 1" in source
+    assert len(acc009(source)) == 1
+
+
+AMP_OR_PLAIN = """
+import torch
+
+
+def run_train(model, loader, optimizer, scaler, args):
+    for itr, batch in enumerate(loader):
+        loss = model(batch).mean() / args.accum
+        if args.amp:
+            scaler.scale(loss).backward()
+            if (itr + 1) % args.accum == 0:
+                scaler.step(optimizer)
+                scaler.update()
+                optimizer.zero_grad()
+        else:
+            loss.backward()
+            if (itr + 1) % args.accum == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+
+
+def main(model, loader, optimizer, args):
+    model = torch.nn.parallel.DistributedDataParallel(model)
+    run_train(model, loader, optimizer, torch.cuda.amp.GradScaler(), args)
+"""
+
+
+def test_the_amp_and_plain_paths_of_one_loop_are_one_finding():
+    assert len(acc009(AMP_OR_PLAIN)) == 1

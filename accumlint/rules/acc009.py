@@ -510,12 +510,14 @@ def _detaches_each(comprehension: ast.ListComp, name: str) -> bool:
 
 
 def _pinned_to_one(facts: ModuleFacts) -> set[str]:
-    """Names the module asserts to be 1 (`if args.distributed: assert args.accumsteps == 1`): a
-    loop that accumulates over one of them never accumulates where the assertion holds."""
+    """Names the module asserts to be 1 once, outside any loop (`if args.distributed: assert
+    args.accumsteps == 1` before training): a loop that accumulates over one of them never
+    accumulates where the assertion holds. An assertion inside a loop guards one branch of it
+    (a zeroth-order step that cannot accumulate), not the whole run."""
     def find() -> set[str]:
         pinned: set[str] = set()
-        for node in ast.walk(facts.module):
-            test = node.test if isinstance(node, ast.Assert) else None
+        for stmt in (s for scope in facts.collected.scopes for s in scope.stmts):
+            test = stmt.node.test if isinstance(stmt.node, ast.Assert) and not stmt.loops else None
             if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.LtE)):
                 continue
             left, right = test.left, test.comparators[0]
@@ -537,7 +539,10 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight of the loop that accumulates with it."""
     models = _ddp_models(facts)
     for sf in facts.scopes:
+        loops: set[int] = set()  # the AMP and plain paths of one loop are two windows: one finding
         for window in sf.windows:
+            if id(window.micro_loop.node) in loops:
+                continue
             used = _wrapped_models_in(window.micro_loop, sf.scope, facts, models)
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
@@ -547,6 +552,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             if dotted(window.k) in _pinned_to_one(facts):
                 continue
             reported.add(id(backward.call))
+            loops.add(id(window.micro_loop.node))
             wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
@@ -616,12 +622,14 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
     for reader in handoff.readers:
         events, windows = module.windows_handed(reader, handoff.classes)
         found = False
+        loops: set[int] = set()  # the AMP and plain paths of one loop are two windows: one finding
         for window in windows:
-            if not _read_every_micro_step(handoff.name, reader, window):
+            if id(window.micro_loop.node) in loops or not _read_every_micro_step(handoff.name, reader, window):
                 continue
             backward = _backward_every_micro_step(window, events, facts, (handoff.name,))
             if backward is not None and backward.call is not None:
                 found = True
+                loops.add(id(window.micro_loop.node))
                 yield handoff, reader, backward
         if found or depth >= _MAX_HOPS:
             continue
