@@ -165,3 +165,40 @@ def main(model, loader, optimizer, args):
 
 def test_the_amp_and_plain_paths_of_one_loop_are_one_finding():
     assert len(acc009(AMP_OR_PLAIN)) == 1
+
+
+PASSES = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Trainer:
+    def shard(self, device):
+        self.model = DDP(self.model, device_ids=[device])
+
+    def compute_loss(self, batch):
+        return self.model(batch).mean()
+
+    def fit(self, windows):
+        for micro_batches in windows:
+            for i, micro_batch in enumerate(micro_batches):
+                if self.cp_size > 1:
+                    loss = self.parallel_loss(self.model, micro_batch)
+                else:
+                    loss = self.compute_loss(micro_batch)
+                loss = loss / len(micro_batches)
+                if self._deepspeed_engine is not None:
+                    self._deepspeed_engine.backward(loss)
+                else:
+                    loss.backward()
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+"""
+
+
+def test_outputs_bound_on_one_branch_still_reach_backward():
+    """`loss` from the model on one branch, from a method on the other, then scaled and
+    backpropagated: not a graph-free teacher. Reported at the plain backward, not the DeepSpeed
+    engine's."""
+    [finding] = acc009(PASSES)
+    assert finding.location.row == PASSES.splitlines().index("                    loss.backward()") + 1

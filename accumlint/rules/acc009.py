@@ -92,6 +92,15 @@ def _backward_every_micro_step(
     return None
 
 
+def _engine_backward(event: Event, facts: ModuleFacts) -> bool:
+    """`engine.backward(loss)` of a DeepSpeed engine (its role, or a name that says so): the
+    branch that runs another engine, not the DDP model's backward."""
+    if event.kind != BACKWARD or event.call is None or not isinstance(event.call.func, ast.Attribute):
+        return False
+    receiver = dotted(event.call.func.value) or ""
+    return facts.roles.role(receiver) == Role.ENGINE or "deepspeed" in receiver.lower()
+
+
 def _helpers_manage_sync(call: Event, facts: ModuleFacts) -> bool:
     """The backward runs inside called functions (a loss scaler's `__call__`) of a module that
     controls sync itself, or none is found."""
@@ -487,7 +496,7 @@ def _read_only_detached(name: str, made: Stmt, loop: Loop, scope: Scope) -> bool
         if o.write or o.detached or not loop.contains(o.stmt) or o.stmt.order <= made.order:
             continue
         base, _ = reaching(name, scope, o.stmt.order, o.stmt)
-        if base is None or base.stmt is not made:
+        if base is None or (base.stmt is not made and base.order > made.order and base.stmt.compatible(made)):
             continue  # reads a later binding (`t = t.detach()`), not the forward's outputs
         value = getattr(o.stmt.node, "value", None)
         if isinstance(value, ast.ListComp) and _detaches_each(value, name):
@@ -570,7 +579,8 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
     for sf in facts.scopes:
         for loop, _ in sf.pass_loops():
             used = _wrapped_models_in(loop, sf.scope, facts, models)
-            backward = backward_each_pass(sf.scope, sf.events, loop) if used else None
+            own = [e for e in sf.events if not _engine_backward(e, facts)]  # not `if ds: engine.backward(loss)`
+            backward = backward_each_pass(sf.scope, own, loop) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
             if backward.callee is not None and _helpers_manage_sync(backward, facts):
