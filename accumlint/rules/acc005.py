@@ -425,7 +425,8 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for site in sf.scope.calls:
             if not any(
-                (name := dotted(argument)) is not None and resolver.instance_class(name, sf.scope) is not None
+                (name := dotted(argument)) is not None and _made_by_a_call(name, sf.scope)
+                and resolver.instance_class(name, sf.scope) is not None
                 for argument in [*site.call.args, *(kw.value for kw in site.call.keywords)]
             ):
                 continue  # no project object handed over: the callee reads as its own module reads it
@@ -452,6 +453,23 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
                     f"{_handed_text(classes, window)} handed to it here: {message}",
                     site.call,
                 )
+
+
+def _made_by_a_call(name: str, scope: Scope) -> bool:
+    """`name = Cls(...)` in this function or one around it, or `self.name = Cls(...)` in a method
+    of its class: a cheap look before asking which class the object is (most arguments are
+    parameters or data)."""
+    if name.startswith("self."):
+        scopes = scope.class_scopes or [scope]
+    else:
+        scopes = []
+        current: Optional[Scope] = scope
+        while current is not None:
+            scopes.append(current)
+            current = current.parent
+    return any(
+        d.kind == "assign" and isinstance(d.value, ast.Call) for s in scopes for d in s.definitions(name)
+    )
 
 
 def _handed_text(classes: dict[str, str], window: Window) -> str:
