@@ -264,13 +264,13 @@ def _built_for_ddp(owner: str, facts: ModuleFacts) -> bool:
     """The module builds its Accelerator or Fabric for a DDP launch in the code itself:
     `DistributedDataParallelKwargs` for an Accelerator, a DDP strategy for a Fabric. Otherwise the
     launch config decides (one process, DeepSpeed, FSDP), and the code shows no DDP to report on."""
-    def find() -> bool:
-        built = any(
-            isinstance(d.value, ast.Call) for scope in facts.collected.scopes for d in scope.definitions(owner)
-        )
-        return built and any(_names_ddp(site.call, facts.roles) for scope in facts.collected.scopes for site in scope.calls)
-
-    return facts.cached(f"acc009_built_for_ddp:{owner}", find)
+    launches_ddp = facts.cached(
+        "acc009_launches_ddp",
+        lambda: any(_names_ddp(site.call, facts.roles) for scope in facts.collected.scopes for site in scope.calls),
+    )
+    return launches_ddp and any(
+        isinstance(d.value, ast.Call) for scope in facts.collected.scopes for d in scope.definitions(owner)
+    )
 
 
 def _names_ddp(call: ast.Call, roles: Roles) -> bool:
@@ -282,16 +282,6 @@ def _names_ddp(call: ast.Call, roles: Roles) -> bool:
         isinstance(strategy, ast.Constant) and isinstance(strategy.value, str)
         and strategy.value.split("_", 1)[0] == "ddp"  # "ddp", "ddp_spawn", "ddp_find_unused_parameters_true"
     )
-
-
-def _prepared_models(facts: ModuleFacts) -> set[str]:
-    return {
-        definition.name
-        for scope in facts.collected.scopes
-        for definitions in scope.defs.values()
-        for definition in definitions
-        if definition.kind in {"assign", "unpack"} and _preparer(definition, facts) is not None
-    }
 
 
 def _builds_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
@@ -357,7 +347,7 @@ def _returns_wrapper(returned: ast.expr, stmt: Stmt, roles: Roles) -> bool:
 def _ddp_models(facts: ModuleFacts) -> set[str]:
     """The names that hold a DDP/FSDP wrapping somewhere in the module."""
     def find() -> set[str]:
-        found = set(facts.roles.ddp_models) | _prepared_models(facts)
+        found = set(facts.roles.ddp_models)
         for scope in facts.collected.scopes:
             for name, definitions in scope.defs.items():
                 if name not in found and any(_holds_wrapping(d, scope, facts) for d in definitions):
