@@ -368,16 +368,14 @@ class Resolver:
             owner = enclosing_class(scope)
             if owner is None or owner.class_node is None:
                 return None
-            definitions = [d for s in owner.class_scopes for d in s.definitions(name)]
+            definitions = [d for s in scope.binding_scopes(name) for d in s.definitions(name)]
             annotated = _class_annotation(owner.class_node, rest)
         elif rest:
             return None
         else:
-            definitions = []
-            current: Optional[Scope] = scope
-            while current is not None and not definitions:  # the function, then those around it
-                definitions = current.definitions(name)
-                current = current.parent
+            definitions = next(  # the innermost scope that binds it
+                (s.definitions(name) for s in scope.binding_scopes(name) if s.definitions(name)), []
+            )
             annotated = None
         classes: set[str] = set()
         for definition in definitions:

@@ -67,6 +67,20 @@ class Scope:
     def definitions(self, name: str) -> list["Definition"]:
         return self.defs.get(name, [])
 
+    def binding_scopes(self, name: str) -> list["Scope"]:
+        """Where a binding of `name` read here can be made: for `self.x`, every method of the class
+        this scope is (or sits in) a method of; otherwise this function and those around it,
+        innermost first."""
+        if name.startswith("self."):
+            owner = enclosing_class(self)
+            return list(owner.class_scopes) if owner is not None else [self]
+        chain: list[Scope] = []
+        current: Optional[Scope] = self
+        while current is not None:
+            chain.append(current)
+            current = current.parent
+        return chain
+
     def loop_statements(self, loop: "Loop") -> list["Stmt"]:
         """The statements whose innermost loop is `loop` (built once per scope)."""
         if self._by_loop is None:

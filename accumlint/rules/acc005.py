@@ -459,16 +459,10 @@ def _made_by_a_call(name: str, scope: Scope) -> bool:
     """`name = Cls(...)` in this function or one around it, or `self.name = Cls(...)` in a method
     of its class: a cheap look before asking which class the object is (most arguments are
     parameters or data)."""
-    if name.startswith("self."):
-        scopes = scope.class_scopes or [scope]
-    else:
-        scopes = []
-        current: Optional[Scope] = scope
-        while current is not None:
-            scopes.append(current)
-            current = current.parent
     return any(
-        d.kind == "assign" and isinstance(d.value, ast.Call) for s in scopes for d in s.definitions(name)
+        d.kind == "assign" and isinstance(d.value, ast.Call)
+        for s in scope.binding_scopes(name)
+        for d in s.definitions(name)
     )
 
 

@@ -200,18 +200,7 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
     """The DDP wrapping of `name` that is the object this scope uses: made in this function or
     one around it, or on `self` in a method of the same class (not the same name in another
     function, where the parameter may be the bare model)."""
-    if name.startswith("self."):
-        owner: Optional[Scope] = scope
-        while owner is not None and owner.class_node is None:
-            owner = owner.parent
-        scopes = [s for s in facts.collected.scopes if owner is not None and s.class_node is owner.class_node]
-    else:
-        scopes = []
-        current: Optional[Scope] = scope
-        while current is not None:
-            scopes.append(current)
-            current = current.parent
-    for candidate in scopes:
+    for candidate in scope.binding_scopes(name):
         for definition in candidate.definitions(name):
             if _holds_wrapping(definition, candidate, facts):
                 return definition
