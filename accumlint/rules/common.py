@@ -79,7 +79,7 @@ def under_accumulate(stmt: Stmt, facts: ModuleFacts) -> bool:
 _JUMPS = (ast.Continue, ast.Break, ast.Return, ast.Raise)
 
 
-def _bail_out(stmt: Stmt) -> bool:
+def bail_out(stmt: Stmt) -> bool:
     """Inside an `if` branch that ends by leaving the micro-step (`if not isfinite(loss):
     zero_grad(); continue`): that micro-batch is thrown away on purpose, the window goes on."""
     for node, branch in stmt.path:
@@ -96,7 +96,7 @@ def micro_step_zeroings(facts: ModuleFacts, events: list[Event], window: Window)
     return [
         e for e in events
         if e.kind == ZERO and window.every_micro_step(e.stmt)
-        and not under_accumulate(e.stmt, facts) and not _bail_out(e.stmt)
+        and not under_accumulate(e.stmt, facts) and not bail_out(e.stmt)
     ]
 
 

@@ -1,0 +1,85 @@
+"""ACC015 clip-inside-window: gradients clipped every micro-step while the step is gated."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+from accumlint.analysis import ModuleFacts
+from accumlint.analysis.events import BACKWARD, CLIP, UNSCALE, Event
+from accumlint.analysis.exprs import dotted, keyword, positional
+from accumlint.analysis.windows import Window
+from accumlint.model import Violation
+from accumlint.rules.common import bail_out, under_accumulate
+from accumlint.rules.meta import FixSafety
+
+CODE = "ACC015"
+NAME = "clip-inside-window"
+SUMMARY = "gradients are clipped every micro-step while the step runs once per window"
+FIX: FixSafety = None
+
+_INFINITE = {"inf", "math.inf", "torch.inf", "np.inf", "numpy.inf"}
+_MAX_ARGUMENTS = ("max_norm", "clip_value", "gradient_clip_val")
+
+
+def _measures_only(call: ast.Call) -> bool:
+    """`clip_grad_norm_(params, float("inf"))`: the norm is read for a log, nothing is clipped."""
+    limit = positional(call, 1)
+    for name in _MAX_ARGUMENTS:
+        limit = limit or keyword(call, name)
+    if limit is None:
+        return False
+    if isinstance(limit, ast.Call) and dotted(limit.func) == "float" and limit.args:
+        text = limit.args[0]
+        return isinstance(text, ast.Constant) and str(text.value).lower().lstrip("+") in {"inf", "infinity"}
+    if isinstance(limit, ast.Constant) and isinstance(limit.value, (int, float)):
+        return limit.value >= 1e6
+    return dotted(limit) in _INFINITE
+
+
+def _clip_calls(event: Event) -> list[ast.Call]:
+    """The clip calls behind an event: its own, or those of the helper it runs."""
+    if event.helper is None:
+        return [event.call] if event.call is not None else []
+    if event.callee is None:
+        return []
+    inner = event.callee.module.direct.get(id(event.callee.scope), [])
+    return [e.call for e in inner if e.kind == CLIP and e.call is not None]
+
+
+def _scaled(window: Window, events: list[Event]) -> bool:
+    """A GradScaler window: a clip there is ACC004's to judge (scaled or unscaled every micro-step)."""
+    if window.step.scaler is not None:
+        return True
+    return any(e.kind == UNSCALE and window.micro_loop.contains(e.stmt) for e in events)
+
+
+def _clips_each_micro_step(facts: ModuleFacts, window: Window, events: list[Event]) -> list[Event]:
+    if window.reporting_gate or window.other_steps or _scaled(window, events):
+        return []  # not an accumulation window, or another optimizer steps every micro-step
+    if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+        return []
+    return [
+        e for e in events
+        if e.kind == CLIP and window.every_micro_step(e.stmt)
+        and not under_accumulate(e.stmt, facts) and not bail_out(e.stmt)
+        and not any(_measures_only(call) for call in _clip_calls(e))
+    ]
+
+
+def check(facts: ModuleFacts) -> Iterator[Violation]:
+    seen: set[int] = set()
+    for sf in facts.scopes:
+        for window in sf.windows:
+            for event in _clips_each_micro_step(facts, window, sf.events):
+                if id(event.stmt) in seen:
+                    continue
+                seen.add(id(event.stmt))
+                what = f"`{event.helper}()` clips gradients" if event.helper else "gradients are clipped"
+                yield Violation(
+                    CODE,
+                    f"{what} on every micro-step while the step runs once per window: each clip rescales the "
+                    f"partial sum accumulated so far, so the update is not the window's gradient clipped once; "
+                    f"clip in the step block, before the step",
+                    event.stmt.node,
+                )
