@@ -17,6 +17,7 @@ class Scenario:
     name: str
     code: str  # the code `accumlint run` must report on the buggy form
     unsafe_fix: bool = False  # the static fix needs --unsafe-fixes
+    static_fix: bool = True  # `accumlint check --fix` repairs it (False: the rule reports only)
 
     def path(self, variant: str) -> str:
         return os.path.join(HERE, "scenarios", self.name, f"{variant}.py")
@@ -36,6 +37,7 @@ SCENARIOS = [
     Scenario("acc007_zero_in_window", "ACC007"),
     Scenario("acc008_scheduler", "ACC008", unsafe_fix=True),
     Scenario("acc010_double_divided", "ACC010", unsafe_fix=True),
+    Scenario("acc015_clip_in_window", "ACC015", static_fix=False),
 ]
 
 # Correct loops that must never raise a finding (DDP runs separately under torchrun).

@@ -69,6 +69,10 @@ MESSAGES: dict[str, Message] = {
     "clip-scaled": Message(
         "ACC004", "{how} runs on gradients still multiplied by the GradScaler's scale: call "
         "scaler.unscale_(optimizer) right before it"),
+    "clip-partial": Message(
+        "ACC015", "{how} ran inside the window, between backward passes of one optimizer step: it "
+        "rescaled a partial sum of the window's gradients; clip once, in the step block right "
+        "before the step"),
     "update-before-step": Message(
         "ACC008", "scaler.update() runs before any scaler.step() of the window: call it once per "
         "window, right after scaler.step()"),

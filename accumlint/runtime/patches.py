@@ -185,7 +185,8 @@ class Installation:
                     params = parameters
                 else:
                     params = [parameters]
-                mon.amp.clipping(params, f"{name}()")
+                limit = args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value"))
+                mon.amp.clipping(params, f"{name}()", limit)
                 depth["clip"] += 1
                 try:
                     return original(parameters, *args, **kwargs)

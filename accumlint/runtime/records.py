@@ -82,6 +82,7 @@ class OptRec:
         self.zeroed_pending = False
         self.scaled_by: set[int] = set()
         self.last_seen: Optional[BackwardInfo] = None
+        self.clipped_partial: Optional[tuple[Any, str]] = None  # (site, how) of a clip inside the open window
 
     def reset_window(self, batches: int) -> None:
         self.pending.clear()
@@ -90,3 +91,4 @@ class OptRec:
         self.next_epoch_begun = False
         self.ended_iterator = None
         self.scaled_by.clear()
+        self.clipped_partial = None

@@ -3,6 +3,7 @@ clip, step and update within a window, tracked through the public methods only."
 
 from __future__ import annotations
 
+import math
 import weakref
 from typing import Any, Optional
 
@@ -14,6 +15,15 @@ from accumlint.runtime.watcher import Watcher
 
 UNSCALE_TWICE = "unscale_() has already been called"
 NO_INF_CHECKS = "No inf checks were recorded"
+
+
+def _clips(limit: Any) -> bool:
+    """A limit that can clip: a finite number below a million (an infinite one only measures)."""
+    try:
+        value = float(limit)
+    except (TypeError, ValueError):
+        return limit is None  # unknown: the call's own default
+    return math.isfinite(value) and value < 1e6
 
 
 class AmpWatcher(Watcher):
@@ -74,10 +84,12 @@ class AmpWatcher(Watcher):
         found = self.findings.add("update-before-step", Site.here())
         return f"\n\naccumlint: ACC008 {found.finding.message}."
 
-    def clipping(self, params: list[Any], how: str) -> None:
+    def clipping(self, params: list[Any], how: str, limit: Any = None) -> None:
         for rec in self.monitor.recs_for_params(params):
             if not rec.pending:
                 continue
+            if not rec.scaled_by and _clips(limit) and rec.clipped_partial is None:
+                rec.clipped_partial = (Site.here(), how)  # reported if another backward joins this window
             for key in rec.scaled_by:
                 srec = next((s for s in self.scalers.values() if id(s) == key), None)
                 if srec is None or id(rec) in srec.unscaled:
@@ -97,6 +109,10 @@ class AmpWatcher(Watcher):
 
     def backward_finished(self, info: BackwardInfo, recs: list[OptRec]) -> None:
         for rec in recs:
+            if rec.clipped_partial is not None and not rec.scaled_by:
+                site, how = rec.clipped_partial
+                self.findings.add("clip-partial", site, say={"how": how}, optimizer=rec.name)
+                rec.clipped_partial = None
             if info.scaler is not None:
                 rec.scaled_by.add(id(info.scaler))
             for scaler in self.scalers.values():
@@ -104,6 +120,7 @@ class AmpWatcher(Watcher):
                     self.findings.add("after-unscale", info.site, optimizer=rec.name)
 
     def window_closing(self, rec: OptRec, infos: list[BackwardInfo], window: Any) -> None:
+        rec.clipped_partial = None
         for scaler in self.scalers.values():
             scaler.awaiting_step.discard(id(rec))
 
