@@ -176,6 +176,38 @@ def _chains(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
     return None
 
 
+def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
+    """A value the backward runs through that every iteration shares: bound before the loop from
+    a graph-carrying value and never rebound in it (`feats = encoder(data)` once, then
+    `head(feats).sum().backward(retain_graph=True)` per iteration), or tensors handed in as
+    `*inputs`, which may be non-leaf. The next iteration's backward goes through that part of the
+    graph again, so it must be kept."""
+    scope: Scope = sf.scope
+    node = scope.node
+    star = node.args.vararg.arg if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.vararg else None
+    called = {dotted(site.call.func) for site in scope.calls}
+    for name, definitions in ancestry_definitions(scope, event).items():
+        if name == star:
+            return name
+        if not definitions or any(outer.contains(d.stmt) for d in scope.definitions(name)):
+            continue  # rebound in the loop: each iteration's own value (or a chained state)
+        if name in called or any(_constructed(d, facts) for d in definitions):
+            continue  # a module handed to a loss helper (`ic_loss(model)`), not a tensor
+        if any(d.kind in {"assign", "unpack"} and facts.flow._definition_carries(d, 0) for d in definitions):
+            return name
+    return None
+
+
+def _constructed(definition: Definition, facts: ModuleFacts) -> bool:
+    """`criterion = nn.MSELoss()`, `loss_func = loss_generator(dt, dx)` with `class
+    loss_generator` in the file: an object of a class, not a tensor."""
+    value = definition.value
+    if not isinstance(value, ast.Call):
+        return False
+    callee = (dotted(value.func) or "").rsplit(".", 1)[-1]
+    return callee[:1].isupper() or callee in facts.collected.classes
+
+
 def _between(sf, outer: Loop, start: int, end: int) -> list[Stmt]:
     return [s for s in sf.scope.stmts if outer.contains(s) and start < s.order < end]
 
@@ -215,6 +247,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             else:
                 if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
                     continue  # torch.autograd.grad in the same iteration may reuse the graph
+                if _graph_from_before(event, sf, facts, outer) is not None:
+                    continue  # the next iteration's backward goes through it again
                 reason = "no later backward in the iteration goes through it"
                 removable = True
             chained = _chains(event, sf, facts, outer)
