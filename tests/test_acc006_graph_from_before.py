@@ -143,3 +143,22 @@ def test_objects_built_before_the_loop_are_not_shared_graphs():
                 optimizer.step()
     """
     assert _acc006(source) == [row(source, "retain_graph=True")]
+
+
+def test_leaf_tensors_made_before_the_loop_hold_no_graph():
+    source = """
+        import torch
+        import torch.nn.functional as F
+
+        x = torch.arange(0.0, 1.1, 0.1)
+        y = x * 0.5 + 1.0
+        w = torch.randn(1, requires_grad=True)
+        b = torch.zeros(1).requires_grad_()
+        opt = torch.optim.Adam([w, b])
+        for i in range(1000):
+            opt.zero_grad()
+            loss = F.mse_loss(x * w + b, y)
+            loss.backward(retain_graph=True)
+            opt.step()
+    """
+    assert _acc006(source) == [row(source, "retain_graph=True")]

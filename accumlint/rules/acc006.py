@@ -191,20 +191,23 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
             return name
         if not definitions or any(outer.contains(d.stmt) for d in scope.definitions(name)):
             continue  # rebound in the loop: each iteration's own value (or a chained state)
-        if name in called or any(_constructed(d, facts) for d in definitions):
+        if name in called or any(_holds_no_graph(d, facts) for d in definitions):
             continue  # a module handed to a loss helper (`ic_loss(model)`), not a tensor
         if any(d.kind in {"assign", "unpack"} and facts.flow._definition_carries(d, 0) for d in definitions):
             return name
     return None
 
 
-def _constructed(definition: Definition, facts: ModuleFacts) -> bool:
+def _holds_no_graph(definition: Definition, facts: ModuleFacts) -> bool:
     """`criterion = nn.MSELoss()`, `loss_func = loss_generator(dt, dx)` with `class
-    loss_generator` in the file: an object of a class, not a tensor."""
+    loss_generator` in the file: an object of a class, not a tensor; `w = torch.randn(1,
+    requires_grad=True)` or `.requires_grad_()`: a leaf, whose gradient needs no graph kept."""
     value = definition.value
     if not isinstance(value, ast.Call):
         return False
     callee = (dotted(value.func) or "").rsplit(".", 1)[-1]
+    if callee == "requires_grad_" or any(kw.arg == "requires_grad" for kw in value.keywords):
+        return True
     return callee[:1].isupper() or callee in facts.collected.classes
 
 
