@@ -209,6 +209,22 @@ def _runs_once(loop: Loop, stmts: list[Stmt]) -> bool:
     return False
 
 
+def _test_checking_each_iteration(scope: Scope, stmts: list[Stmt]) -> bool:
+    """A test function (`def test_...`) whose loop checks something on every iteration (`assert
+    out_1.allclose(out_2)`, `torch.testing.assert_close(...)`): twins trained in lockstep, where
+    gradients that add up alike on both sides change nothing it checks; not a training run. A
+    training script's own `assert torch.isfinite(loss)` does not count: it is no test function."""
+    if not scope.name.startswith("test"):
+        return False
+    for stmt in stmts:
+        if isinstance(stmt.node, ast.Assert):
+            return True
+        call = stmt.node.value if isinstance(stmt.node, ast.Expr) else None
+        if isinstance(call, ast.Call) and (last_part(dotted(call.func)) or "").lower().startswith("assert"):
+            return True
+    return False
+
+
 def _fresh(definition) -> bool:
     """A definition that may bind a different object: anything but another name for the same one
     (`opt = self.opt`) or a getter of an optimizer that already exists (`self.optimizers()`)."""
@@ -305,7 +321,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     stmts = [s for s in scope.stmts if loop.contains(s)]
     calls = [site for site in scope.calls if loop.contains(site.stmt)]
     direct = [e for e in in_loop if e.helper is None]
-    if _runs_once(loop, stmts):
+    if _runs_once(loop, stmts) or _test_checking_each_iteration(scope, stmts):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
         yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)
