@@ -15,6 +15,7 @@ from typing import Callable, Collection, Mapping, Optional, Union
 from accumlint import noqa
 from accumlint.analysis import ModuleFacts, analyse
 from accumlint.fixer import apply_edits, compatible_fixes, located_edits
+from accumlint.legacy_grammar import compiles, parse_python
 from accumlint.newer_syntax import newer_syntax, running_version
 from accumlint.model import NEWER_PYTHON, FileError, FileResult, Finding, Fix, FixSummary, Location, Notice, Violation
 from accumlint.project import ProjectIndex, index_for
@@ -57,7 +58,7 @@ def _decode(source: Source) -> tuple[str, str]:
 def parse(text: str, filename: str) -> ast.Module:
     """CPython's parser, its errors worded in one line."""
     try:
-        return ast.parse(text, filename)
+        return parse_python(text, filename)
     except SyntaxError as exc:
         newer = newer_syntax(text, exc.lineno)
         if newer is not None:
@@ -168,7 +169,8 @@ class _Analysis:
         """Together the fixes compile, each removes a finding of its code, and none brings another."""
         fixed = apply_edits(self.src.text, [edit for fix in batch for edit in fix.edits])
         try:
-            compile(fixed, filename, "exec", dont_inherit=True)
+            if not compiles(fixed, filename):
+                return False
             after = _Analysis(fixed, filename, select, verify=False, imports=self.imports).counts()
         except (SyntaxError, ValueError, SourceError, RecursionError, MemoryError):
             return False
@@ -179,7 +181,8 @@ class _Analysis:
     def _fix_problem(self, fix: Fix, code: str, before: Counter[str], filename: str, select) -> Optional[str]:
         fixed = apply_edits(self.src.text, fix.edits)
         try:
-            compile(fixed, filename, "exec", dont_inherit=True)
+            if not compiles(fixed, filename):
+                return "the fixed code does not compile"
             after = _Analysis(fixed, filename, select, verify=False, imports=self.imports).counts()
         except (SyntaxError, ValueError, SourceError, RecursionError, MemoryError):
             return "the fixed code does not compile"
@@ -316,8 +319,10 @@ def fix_source(
             # one at a time.
             rewritten = apply_edits(text, [edit for fix in chosen for edit in fix.edits])
             try:
-                compile(rewritten, filename, "exec", dont_inherit=True)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                together = compiles(rewritten, filename)
+            except (ValueError, RecursionError, MemoryError):
+                together = False
+            if not together:
                 rewritten = apply_edits(text, chosen[0].edits)
             if rewritten == text:
                 break

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
+from accumlint.legacy_grammar import parse_python
+
 _ROOT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", ".git")
 _MAX_MODULE_BYTES = 2_000_000  # a generated monster is not a helper module worth reading
 # An import statement (its parenthesised name list too): the words in it name the modules it reads.
@@ -206,7 +208,7 @@ def _read(path: Path) -> Optional[LocalModule]:
         data = path.read_bytes()
         if len(data) > _MAX_MODULE_BYTES:
             return None
-        tree = ast.parse(data, str(path))
+        tree = parse_python(data, str(path))
         text = data.decode("utf-8-sig")
     except (OSError, SyntaxError, ValueError, UnicodeDecodeError, RecursionError, MemoryError):
         return None  # its own check reports it; here it is just unknown
