@@ -16,6 +16,9 @@ OPTIMIZER_FACTORIES = frozenset({
     "create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers", "optimizers",
 })
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+# A clip limit at or above this only measures the norm (`clip_grad_norm_(params, 1e9)` for a log):
+# read the same way by the static ACC015 and by `accumlint run`.
+MEASURING_CLIP_LIMIT = 1e6
 
 SPEC = FrameworkSpec(
     Framework.TORCH,

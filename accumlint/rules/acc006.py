@@ -14,7 +14,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import dotted, method_of
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of
 from accumlint.model import Fix, Violation
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
@@ -205,10 +205,10 @@ def _holds_no_graph(definition: Definition, facts: ModuleFacts) -> bool:
     value = definition.value
     if not isinstance(value, ast.Call):
         return False
-    callee = (dotted(value.func) or "").rsplit(".", 1)[-1]
-    if callee == "requires_grad_" or any(kw.arg == "requires_grad" for kw in value.keywords):
+    callee = dotted(value.func)
+    if last_part(callee) == "requires_grad_" or any(kw.arg == "requires_grad" for kw in value.keywords):
         return True
-    return callee[:1].isupper() or callee in facts.collected.classes
+    return class_like(callee) or last_part(callee) in facts.collected.classes
 
 
 def _between(sf, outer: Loop, start: int, end: int) -> list[Stmt]:

@@ -6,6 +6,7 @@ import ast
 from typing import Iterator
 
 from accumlint.analysis import ModuleFacts
+from accumlint.frameworks import torch_core
 from accumlint.analysis.events import BACKWARD, CLIP, UNSCALE, Event
 from accumlint.analysis.exprs import dotted, keyword, positional
 from accumlint.analysis.windows import Window
@@ -33,7 +34,7 @@ def _measures_only(call: ast.Call) -> bool:
         text = limit.args[0]
         return isinstance(text, ast.Constant) and str(text.value).lower().lstrip("+") in {"inf", "infinity"}
     if isinstance(limit, ast.Constant) and isinstance(limit.value, (int, float)):
-        return limit.value >= 1e6
+        return limit.value >= torch_core.MEASURING_CLIP_LIMIT
     return dotted(limit) in _INFINITE
 
 

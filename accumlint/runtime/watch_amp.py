@@ -9,6 +9,7 @@ from typing import Any, Optional
 
 import torch
 
+from accumlint.frameworks.torch_core import MEASURING_CLIP_LIMIT
 from accumlint.runtime.findings import Site, Table
 from accumlint.runtime.records import BackwardInfo, OptRec, ScalerRec
 from accumlint.runtime.watcher import Watcher
@@ -18,12 +19,12 @@ NO_INF_CHECKS = "No inf checks were recorded"
 
 
 def _clips(limit: Any) -> bool:
-    """A limit that can clip: a finite number below a million (an infinite one only measures)."""
+    """A limit that can clip: finite and below the measuring limit (an infinite one only measures)."""
     try:
         value = float(limit)
     except (TypeError, ValueError):
         return limit is None  # unknown: the call's own default
-    return math.isfinite(value) and value < 1e6
+    return math.isfinite(value) and value < MEASURING_CLIP_LIMIT
 
 
 class AmpWatcher(Watcher):
@@ -120,7 +121,6 @@ class AmpWatcher(Watcher):
                     self.findings.add("after-unscale", info.site, optimizer=rec.name)
 
     def window_closing(self, rec: OptRec, infos: list[BackwardInfo], window: Any) -> None:
-        rec.clipped_partial = None
         for scaler in self.scalers.values():
             scaler.awaiting_step.discard(id(rec))
 
