@@ -306,7 +306,8 @@ def _wraps(
 
 
 def _accumulates(facts: ModuleFacts) -> bool:
-    return any(sf.windows for sf in facts.scopes)
+    """Some loop of the module gates its step to a window (asked once per definition: cached)."""
+    return facts.cached("acc009_accumulates", lambda: any(sf.windows for sf in facts.scopes))
 
 
 def _model_names(facts: ModuleFacts) -> set[str]:

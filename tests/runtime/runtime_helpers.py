@@ -13,6 +13,9 @@ if ROOT not in sys.path:  # runtime_checks/ is not installed with the package
 def subprocess_env() -> dict:
     env = dict(os.environ)
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
+    # The runs of a fixture go side by side, one per core; letting each one's torch also spread
+    # its tiny matrix products over every core only makes them wait on each other.
+    env.setdefault("OMP_NUM_THREADS", "1")
     for launcher_variable in ("RANK", "WORLD_SIZE", "LOCAL_RANK", "TORCHELASTIC_RUN_ID"):
         env.pop(launcher_variable, None)
     return env
