@@ -132,7 +132,9 @@ class ValueKinds:
         if narrowed_to_container(name, at):
             return CONTAINER  # under `if isinstance(loss, tuple):`
         if name in self.backwarded and self._handed_to_backward(name, at):
-            return TENSOR
+            # What backward takes is a tensor, unless the code shows a container: a Lightning
+            # `training_step` may return `{"loss": loss, ...}`, whose "loss" the trainer backwards.
+            return CONTAINER if self._definitions_kind(name, at, depth) == CONTAINER else TENSOR
         head, _, rest = name.partition(".")
         last = last_part(name)
         if isinstance(expr, ast.Attribute):

@@ -409,6 +409,8 @@ def _graph_value(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: se
     `lr * seq_len / bptt`), and either a tensor or something made by the forward pass (not a
     helper's count of the batch, `tokens += count(batch)`)."""
     kind = _value_kind(facts, value, stmt, backwarded)
+    if kind == CONTAINER and isinstance(value, ast.Name) and value.id in backwarded:
+        return True  # `{"loss": loss, ...}` returned by a Lightning training_step: the trainer backwards its loss
     if kind == UNKNOWN and (_made_out_of_sight(facts, value, stmt, backwarded) or _beside_the_loss(facts, value, stmt, backwarded)):
         return False
     return kind == TENSOR or (kind != NUMBER and _from_forward(facts, value, stmt, backwarded))
@@ -564,17 +566,23 @@ def _kept_every_iteration(
     facts: ModuleFacts, name: str, value: ast.expr, stmt: Stmt, via: str, backwarded: set[str]
 ) -> Violation:
     """`name` keeps `value`'s graph from every iteration: the finding, with `.detach()` as its fix."""
-    if _value_kind(facts, value, stmt, backwarded) == TENSOR:
-        advice = f"add `{detached(facts.source, value)}` (or `.item()`)"
-    else:  # of a type the code does not show: a dict or tuple of outputs has no `.detach()`, its tensors do
-        advice = f"detach it before keeping it (`{detached(facts.source, value)}`, on each tensor if it holds several, or `.item()`)"
     return Violation(
         CODE,
         f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration alive"
-        f"{' (' + via + ')' if via else ''}: {advice}",
+        f"{' (' + via + ')' if via else ''}: {_detach_advice(facts, value, stmt, backwarded)}",
         stmt.node,
         _detach_fix(facts, value, stmt, backwarded),
     )
+
+
+def _detach_advice(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> str:
+    kind = _value_kind(facts, value, stmt, backwarded)
+    if kind == TENSOR:
+        return f"add `{detached(facts.source, value)}` (or `.item()`)"
+    if kind == CONTAINER:
+        return "detach the tensors it holds before keeping it (`.detach()` or `.item()` on each)"
+    # of a type the code does not show, or a container: a dict or tuple of outputs has no `.detach()`, its tensors do
+    return f"detach it before keeping it (`{detached(facts.source, value)}`, on each tensor if it holds several, or `.item()`)"
 
 
 def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], models: set[str]) -> Iterator[Violation]:
@@ -693,12 +701,11 @@ def _kept_on_self(facts: ModuleFacts, sf, by_scope: dict) -> Iterator[Violation]
                 graph_held = True  # reset with every optimizer step: it cannot grow
         if graph_held or not _graph_value(facts, value, stmt, backwarded):
             continue
-        value_text = facts.source.segment(value)
-        new_value = detached(facts.source, value)
         yield Violation(
             CODE,
             f"`{name}` lives on the object across calls of `{scope.name}` and keeps the autograd graph of "
-            f"`{value_text}` from every call alive{f' ({via})' if via else ''}: add `{new_value}` (or `.item()`)",
+            f"`{facts.source.segment(value)}` from every call alive{f' ({via})' if via else ''}: "
+            f"{_detach_advice(facts, value, stmt, backwarded)}",
             stmt.node,
             _detach_fix(facts, value, stmt, backwarded),
         )
