@@ -101,3 +101,82 @@ def test_a_trainer_that_counts_since_its_last_step():
     source = TRAINER.format(mark="ni")
     assert _found(source) == [("ACC009", _row(source, "loss.backward()"))]
     assert _found(TRAINER.format(mark="-1")) == []
+
+
+# The same count written from the window's first micro-step (`batch_id - start_id + 1 == k`, with
+# `start_id = batch_id + 1` set when the step runs), a shape of graph-learning engines.
+START_OF_WINDOW = """
+import torch
+from torch import nn
+
+
+def train(model, loader, optimizer, world_size, interval, batch_per_epoch):
+    if world_size > 1:
+        model = nn.parallel.DistributedDataParallel(model, find_unused_parameters=True)
+    for epoch in range(10):
+        start_id = 0
+        gradient_interval = min(batch_per_epoch - start_id, interval)
+        for batch_id, batch in enumerate(loader):
+            loss = model(batch){scale}
+            loss.backward()
+            if {gate}:
+                optimizer.step()
+                optimizer.zero_grad()
+                start_id = {mark}
+                gradient_interval = min(batch_per_epoch - start_id, interval)
+"""
+START_GATE = "batch_id - start_id + 1 == gradient_interval"
+
+
+def test_counted_from_the_first_micro_step_of_the_window():
+    divided = START_OF_WINDOW.format(scale=" / gradient_interval", gate=START_GATE, mark="batch_id + 1")
+    assert _found(divided) == [("ACC009", _row(divided, "loss.backward()"))]
+    undivided = START_OF_WINDOW.format(scale="", gate=START_GATE, mark="batch_id + 1")
+    backward = _row(undivided, "loss.backward()")
+    assert _found(undivided) == [("ACC001", backward), ("ACC009", backward)]
+    # `batch_id + 1 - start_id` is the same count
+    swapped = START_OF_WINDOW.format(scale="", gate="batch_id + 1 - start_id == gradient_interval", mark="batch_id + 1")
+    assert [code for code, _ in _found(swapped)] == ["ACC001", "ACC009"]
+
+
+@pytest.mark.parametrize("gate, mark", [
+    (START_GATE, "batch_id"),  # the mark is one behind the count: not the micro-steps since the step
+    (START_GATE, "0"),  # never follows the counter
+    ("batch_id - start_id + 1 == 1", "batch_id + 1"),  # one micro-step: no accumulation
+])
+def test_counts_from_a_mark_that_do_not_make_a_window(gate, mark):
+    assert _found(START_OF_WINDOW.format(scale="", gate=gate, mark=mark)) == []
+
+
+def test_an_engine_class_counting_from_the_window_start(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "engine.py").write_text(textwrap.dedent("""
+        from torch import nn
+
+        from steps import run_batch
+
+
+        class Engine:
+            def __init__(self, model, optimizer, gradient_interval, world_size):
+                self.model, self.optimizer = model, optimizer
+                self.gradient_interval, self.world_size = gradient_interval, world_size
+
+            def train(self, loader):
+                model = self.model
+                if self.world_size > 1:
+                    model = nn.parallel.DistributedDataParallel(model)
+                start_id = 0
+                for batch_id, batch in enumerate(loader):
+                    run_batch(model, batch, self.gradient_interval)
+                    if batch_id - start_id + 1 == self.gradient_interval:
+                        self.optimizer.step()
+                        self.optimizer.zero_grad()
+                        start_id = batch_id + 1
+    """))
+    (tmp_path / "steps.py").write_text("def run_batch(model, batch, k):\n    loss = model(batch) / k\n    loss.backward()\n")
+    path = tmp_path / "engine.py"
+    result = engine.check_source(path.read_bytes(), str(path))
+    assert result.error is None, result.error
+    assert [f.code for f in result.findings] == ["ACC009"]
+    path.write_text(path.read_text().replace("start_id = batch_id + 1", "start_id = 0"))
+    assert engine.check_source(path.read_bytes(), str(path)).findings == []
