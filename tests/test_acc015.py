@@ -85,6 +85,28 @@ def test_clip_value_after_the_gate_still_runs_every_micro_step():
     ]
 
 
+def test_one_clip_per_branch_is_one_finding():
+    """`if amp: clip(amp.master_params(opt)) else: clip(model.parameters())`: one bug written twice."""
+    branches = (
+        "torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0) if config.AMP_OPT_LEVEL "
+        "else torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)"
+    )
+    assert _acc015(_script(clip=branches)) == [row(_script(clip=branches), "grad_norm = ")]
+    source = _script().replace(
+        "        if config.TRAIN.CLIP_GRAD:\n            grad_norm = ",
+        "        if config.AMP_OPT_LEVEL:\n"
+        "            torch.nn.utils.clip_grad_norm_(amp.master_params(optimizer), 1.0)\n"
+        "        elif config.TRAIN.CLIP_GRAD:\n            grad_norm = ",
+    )
+    assert _acc015(source) == [row(source, "amp.master_params(optimizer), 1.0)")]
+    # two clips that both run stay two findings
+    both = _script().replace(
+        "        if config.TRAIN.CLIP_GRAD:\n",
+        "        torch.nn.utils.clip_grad_value_(model.parameters(), 0.5)\n        if config.TRAIN.CLIP_GRAD:\n",
+    )
+    assert len(_acc015(both)) == 2
+
+
 def test_clip_in_the_step_block_is_clean():
     source = _script(clip="None", in_block=CLIP)
     assert _acc015(source) == []

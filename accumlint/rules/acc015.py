@@ -72,10 +72,12 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     seen: set[int] = set()
     for sf in facts.scopes:
         for window in sf.windows:
+            reported: list[Event] = []
             for event in _clips_each_micro_step(facts, window, sf.events):
-                if id(event.stmt) in seen:
-                    continue
+                if id(event.stmt) in seen or any(not event.stmt.compatible(r.stmt) for r in reported):
+                    continue  # one finding for one clip written per branch (`if amp: ... else: ...`)
                 seen.add(id(event.stmt))
+                reported.append(event)
                 what = f"`{event.helper}()` clips gradients" if event.helper else "gradients are clipped"
                 yield Violation(
                     CODE,
