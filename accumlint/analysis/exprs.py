@@ -10,12 +10,19 @@ _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
 def dotted(expr: Optional[ast.AST]) -> Optional[str]:
     """`a.b.c` for a chain of names and attributes; None for anything else."""
+    # The analysis asks this millions of times on a large repository, mostly of plain names:
+    # exact type tests (nothing subclasses ast nodes) and no list for a name alone.
+    if type(expr) is ast.Name:
+        return expr.id
+    if type(expr) is not ast.Attribute:
+        return None
     parts = []
-    while isinstance(expr, ast.Attribute):
-        parts.append(expr.attr)
-        expr = expr.value
-    if isinstance(expr, ast.Name):
-        parts.append(expr.id)
+    node: ast.AST = expr
+    while type(node) is ast.Attribute:
+        parts.append(node.attr)
+        node = node.value
+    if type(node) is ast.Name:
+        parts.append(node.id)
         return ".".join(reversed(parts))
     return None
 
