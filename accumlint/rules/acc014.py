@@ -225,6 +225,23 @@ def _test_checking_each_iteration(scope: Scope, stmts: list[Stmt]) -> bool:
     return False
 
 
+_CLOCKS = frozenset({"time", "perf_counter", "monotonic", "process_time", "perf_counter_ns", "time_ns"})
+_MEASURING_NAMES = ("test", "bench", "profile", "measure", "speed", "time_")
+
+
+def _timed_measurement(scope: Scope, loop: Loop) -> bool:
+    """`def test_speed(...)` / `def benchmark(...)` that reads a clock before the loop and after it:
+    the loop measures time or memory per step, and what the updates do to the weights is never
+    used; a training function timed the same way keeps its finding (its name says it trains)."""
+    if not scope.name.lower().lstrip("_").startswith(_MEASURING_NAMES):
+        return False
+    clock_reads = [
+        site.stmt.order for site in scope.calls
+        if last_part(dotted(site.call.func)) in _CLOCKS and not loop.contains(site.stmt)
+    ]
+    return any(o < loop.first_order for o in clock_reads) and any(o > loop.last_order for o in clock_reads)
+
+
 def _fresh(definition) -> bool:
     """A definition that may bind a different object: anything but another name for the same one
     (`opt = self.opt`) or a getter of an optimizer that already exists (`self.optimizers()`)."""
@@ -321,7 +338,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     stmts = [s for s in scope.stmts if loop.contains(s)]
     calls = [site for site in scope.calls if loop.contains(site.stmt)]
     direct = [e for e in in_loop if e.helper is None]
-    if _runs_once(loop, stmts) or _test_checking_each_iteration(scope, stmts):
+    if _runs_once(loop, stmts) or _test_checking_each_iteration(scope, stmts) or _timed_measurement(scope, loop):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
         yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)
