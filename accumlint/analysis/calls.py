@@ -648,15 +648,15 @@ class Resolver:
         found = self._class_method(name, "__iter__", 0)
         return found is not None and _endless_generator(found.scope.node)
 
-    def sets_attribute(self, cls: ast.ClassDef, attr: str, depth: int = 0) -> bool:
-        """`self.attr = ...` in a method of `cls` or of a project class it is built on, here or in
-        another module: an attribute (a model, a criterion), not a method inherited unseen."""
+    def sets_attribute(self, cls: ast.ClassDef, name: str, depth: int = 0) -> bool:
+        """`self.model = ...` (the `name`, on `self` or `cls`) in a method of `cls` or of a project
+        class it is built on, here or in another module: an attribute (a model, a criterion), not a
+        method inherited unseen."""
         if depth > _MAX_DEPTH:
             return False
-        name = f"self.{attr}"
         if any(scope.class_node is cls and scope.definitions(name) for scope in self.module.collected.scopes):
             return True
-        return any(not isinstance(base, str) and base[0].sets_attribute(base[1], attr, depth + 1) for base in self._bases(cls))
+        return any(not isinstance(base, str) and base[0].sets_attribute(base[1], name, depth + 1) for base in self._bases(cls))
 
     def library_bases(self, cls: ast.ClassDef, depth: int = 0) -> set[str]:
         """The library classes `cls` is built on (`transformers.Trainer`), by their imported names,

@@ -712,7 +712,7 @@ class DataFlow:
         scope = enclosing_class(at.scope)
         if scope is None or scope.class_node is None:
             return False
-        if own and self.resolver.sets_attribute(scope.class_node, func.attr):
+        if own and self.resolver.sets_attribute(scope.class_node, f"{own}.{func.attr}"):
             return False  # `self.model = ...` in a base class of another module
         classes = self.collected.classes
         return any(dotted(base) not in classes and dotted(base) != "object" for base in scope.class_node.bases)

@@ -27,6 +27,15 @@ def dotted(expr: Optional[ast.AST]) -> Optional[str]:
     return None
 
 
+def plus_constant(expr: ast.expr) -> tuple[ast.expr, int]:
+    """`i + 1` -> (`i`, 1); anything else -> (itself, 0)."""
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        added = int_value(expr.right)
+        if added is not None:
+            return expr.left, added
+    return expr, 0
+
+
 def last_part(name: Optional[str]) -> str:
     return (name or "").rsplit(".", 1)[-1]
 

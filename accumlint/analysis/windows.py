@@ -12,7 +12,7 @@ import re
 from accumlint.analysis.calls import Callee, bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
-from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
 
 
 @dataclass(frozen=True)
@@ -339,10 +339,10 @@ def _since_last_step(test: ast.Compare, scope: Scope) -> Optional[GateTest]:
     step, counted from a mark the step block sets (the same offset on both sides)."""
     if not isinstance(test.ops[0], (ast.GtE, ast.Eq)):
         return None
-    difference, offset = _plus_constant(test.left)
+    difference, offset = plus_constant(test.left)
     if not isinstance(difference, ast.BinOp) or not isinstance(difference.op, ast.Sub):
         return None
-    counted, inner_offset = _plus_constant(difference.left)
+    counted, inner_offset = plus_constant(difference.left)
     offset += inner_offset
     k = test.comparators[0]
     counter, last = dotted(counted), dotted(difference.right)
@@ -353,21 +353,12 @@ def _since_last_step(test: ast.Compare, scope: Scope) -> Optional[GateTest]:
     def marks_the_step(definition: Definition) -> bool:
         if definition.kind != "assign" or definition.value is None:
             return False
-        marked, mark_offset = _plus_constant(definition.value)
+        marked, mark_offset = plus_constant(definition.value)
         return dotted(marked) == counter and mark_offset == offset
 
     if not any(marks_the_step(d) for s in scope.sight() for d in s.definitions(last)):
         return None
     return GateTest(k, counted, True, False, since_last=last)
-
-
-def _plus_constant(expr: ast.expr) -> tuple[ast.expr, int]:
-    """`i + 1` -> (`i`, 1); anything else -> (itself, 0)."""
-    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
-        added = int_value(expr.right)
-        if added is not None:
-            return expr.left, added
-    return expr, 0
 
 
 def _ends_with_continue(body: list[ast.stmt]) -> bool:

@@ -576,12 +576,13 @@ def _kept_every_iteration(
 
 
 def _detach_advice(facts: ModuleFacts, value: ast.expr, stmt: Stmt, backwarded: set[str]) -> str:
+    """What the message asks for: `.detach()` on a tensor; on each tensor a container holds."""
     kind = _value_kind(facts, value, stmt, backwarded)
     if kind == TENSOR:
         return f"add `{detached(facts.source, value)}` (or `.item()`)"
     if kind == CONTAINER:
         return "detach the tensors it holds before keeping it (`.detach()` or `.item()` on each)"
-    # of a type the code does not show, or a container: a dict or tuple of outputs has no `.detach()`, its tensors do
+    # of a type the code does not show: it may be a dict or tuple of outputs, with no `.detach()` of its own
     return f"detach it before keeping it (`{detached(facts.source, value)}`, on each tensor if it holds several, or `.item()`)"
 
 

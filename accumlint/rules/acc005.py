@@ -12,7 +12,7 @@ from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, positional
+from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
@@ -222,11 +222,8 @@ def _leftover(window: Window, facts_events) -> str:
 
 def _offset(counter: ast.expr) -> Optional[int]:
     """`i` -> 0, `i + 1` -> 1."""
-    if isinstance(counter, ast.Name):
-        return 0
-    if isinstance(counter, ast.BinOp) and isinstance(counter.op, ast.Add) and isinstance(counter.left, ast.Name):
-        return int_value(counter.right)
-    return None
+    base, added = plus_constant(counter)
+    return added if isinstance(base, ast.Name) else None
 
 
 def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
