@@ -130,6 +130,24 @@ class Stmt:
         """A real statement of the source (not a loop target or parameter record)."""
         return self.block is not None
 
+    @property
+    def own_parts(self) -> list[ast.AST]:
+        """What the statement evaluates itself: a compound statement's header (an `if`'s test, a
+        loop's iterable, a `with`'s contexts), a simple statement whole; the body's statements are
+        their own, and a nested def or class runs nothing here."""
+        node = self.node
+        if isinstance(node, (ast.If, ast.While)):
+            return [node.test]
+        if isinstance(node, (ast.For, ast.AsyncFor)):
+            return [node.iter]
+        if isinstance(node, (ast.With, ast.AsyncWith)):
+            return [item.context_expr for item in node.items]
+        if isinstance(node, ast.Match):
+            return [node.subject]
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
+            return []
+        return [node]
+
     def within(self, node: ast.AST, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
 

@@ -82,6 +82,8 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
         scale_owner = method_of(receiver)[0]
         event.tensor = positional(receiver, 0)
         event.scaler = dotted(scale_owner) if scale_owner is not None else None
+    elif _steps_itself(name, call, site.stmt.scope):
+        event.tensor, event.framework = positional(call, 0), frameworks.backward_framework(R.ENGINE)
     else:
         handed = keyword(call, "loss") or (positional(call, 0) if _built_object(name, site.stmt.scope) else None)
         # `booster.backward(loss=l / k, optimizer=opt)`: an object's backward takes the loss as an
@@ -91,6 +93,19 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
 
 
 _TENSOR_BUILDERS = {"Variable", "Tensor", "FloatTensor", "Parameter"}
+
+
+def _steps_itself(name: Optional[str], call: ast.Call, scope: Scope) -> bool:
+    """`model.backward(loss)` and `model.step()` on one object in the function: an engine that
+    runs backward and step itself (a DeepSpeed engine handed in as `model`). A tensor has no
+    `step`, and a project class's own `self.backward()` is its method, not an engine's."""
+    if name is None or name in {"self", "cls"} or len(call.args) != 1 or call.keywords:
+        return False
+    return any(
+        isinstance(site.call.func, ast.Attribute) and site.call.func.attr == "step"
+        and not site.call.args and not site.call.keywords and dotted(site.call.func.value) == name
+        for site in scope.calls
+    )
 
 
 def _built_object(name: Optional[str], scope: Scope) -> bool:

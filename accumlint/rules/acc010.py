@@ -159,13 +159,48 @@ def _framework_k(event, facts: ModuleFacts) -> Optional[set[str]]:
             return _accum_names(facts)
         return k_aliases(gas, event.stmt.scope)
     if event.framework == Framework.DEEPSPEED:
-        return _accum_names(facts)
+        return _accum_names(facts) | _engine_window(event)
     if event.framework == Framework.FABRIC and event.receiver in facts.roles.deepspeed_fabric_gas:
         return k_aliases(facts.roles.deepspeed_fabric_gas[event.receiver], event.stmt.scope)
     steps = accumulators.optimizer_window(event, facts.analysed)
     if steps is not None:  # an optimizer that accumulates and averages by itself (Keras 3)
         return k_aliases(steps, event.stmt.scope) | _accum_names(facts)
     return None
+
+
+def _engine_window(event) -> set[str]:
+    """The window size k of a loop whose engine steps on every micro-step (`model.backward(loss);
+    model.step()`, no gate around them) while the loop gates other work on `(i + 1) % k == 0`:
+    the engine, not the loop, accumulates over k, so its backward divides by k too. (Had it been
+    built with 1, it would step every micro-batch and a hand division by k would still be wrong.)"""
+    loop = event.stmt.loop
+    if loop is None or event.receiver is None:
+        return set()
+    inside = [s for s in event.stmt.scope.stmts if loop.contains(s)]
+    found = {name for s in inside if s.is_statement for part in s.own_parts for name in _gate_divisors(part)}
+    steps = [
+        s for s in inside for part in s.own_parts for node in ast.walk(part)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "step"
+        and dotted(node.func.value) == event.receiver
+    ]
+    if not steps:
+        return set()
+    gating = {name for s in steps for node, _ in s.path if isinstance(node, (ast.If, ast.While)) for name in names_in(node.test)}
+    return found - gating
+
+
+def _gate_divisors(node: ast.AST) -> set[str]:
+    """k of each `... % k == 0` (or `!= 0`) comparison in the node."""
+    found: set[str] = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], (ast.Eq, ast.NotEq)):
+            left, right = sub.left, sub.comparators[0]
+            for modulo, zero in ((left, right), (right, left)):
+                if isinstance(modulo, ast.BinOp) and isinstance(modulo.op, ast.Mod) and isinstance(zero, ast.Constant) and zero.value == 0:
+                    name = dotted(modulo.right)
+                    if name is not None:
+                        found.add(name)
+    return found
 
 
 def _who(event) -> str:
