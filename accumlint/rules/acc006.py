@@ -16,6 +16,7 @@ from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of
 from accumlint.model import Fix, Violation
+from accumlint.rules.common import checking_test_loop
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
 
@@ -51,27 +52,16 @@ def _callee_touches_grad(facts: ModuleFacts, stmt: Stmt, depth: int = 0) -> bool
         if callee is None:
             continue
         for inner in callee.scope.stmts:
-            if _touches_grad(_header(inner.node)):
+            if any(_touches_grad(part) for part in inner.own_parts):
                 return True
     return False
-
-
-def _header(node: ast.AST) -> ast.AST:
-    """What a statement runs itself: an `if`'s test, not its body (body statements are their own)."""
-    if isinstance(node, (ast.If, ast.While)):
-        return node.test
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return node.iter
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return ast.Pass()
-    return node
 
 
 def _gradients_used(facts: ModuleFacts, events: list[Event], stmts: list[Stmt]) -> bool:
     ids = {id(s) for s in stmts}
     if any(e.kind in _GRADIENT_EVENTS and id(e.stmt) in ids for e in events):
         return True
-    return any(_touches_grad(_header(s.node)) or _callee_touches_grad(facts, s) for s in stmts)
+    return any(any(_touches_grad(part) for part in s.own_parts) or _callee_touches_grad(facts, s) for s in stmts)
 
 
 def _later_backwards(event: Event, events: list[Event], outer: Loop) -> list[Event]:
@@ -223,6 +213,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if not event.stmt.loops:
                 continue
             outer = event.stmt.loops[0]
+            if checking_test_loop(sf.scope, [s for s in sf.scope.stmts if outer.contains(s)]):
+                continue  # a test running backward once per case: no graph outlives what it checks
             later = _later_backwards(event, sf.events, outer)
             following = _next_through_the_same_graph(event, later, sf, facts) if later else None
             repeating = _repeating_loop(event, sf.events)

@@ -16,6 +16,7 @@ from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
 from accumlint.analysis.exprs import dotted, int_value, is_string, last_part, method_of, names_in, positional
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.model import Fix, Violation
+from accumlint.rules.common import checking_test_loop
 from accumlint.rules.edits import insert_after
 from accumlint.rules.meta import FixSafety
 
@@ -85,27 +86,12 @@ def _call_clears(call: ast.Call) -> bool:
     return _clearing_name(method)
 
 
-def _header_exprs(node: ast.AST) -> list[ast.AST]:
-    """What a statement itself evaluates: a compound statement's header, a simple statement whole."""
-    if isinstance(node, (ast.If, ast.While)):
-        return [node.test]
-    if isinstance(node, (ast.For, ast.AsyncFor)):
-        return [node.iter]
-    if isinstance(node, (ast.With, ast.AsyncWith)):
-        return [item.context_expr for item in node.items]
-    if isinstance(node, ast.Match):
-        return [node.subject]
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
-        return []
-    return [node]
-
-
 def _reads_grad(stmts: list[Stmt]) -> bool:
     """Some statement reads a `.grad` (comprehensions and generator expressions included)."""
     for stmt in stmts:
         if not stmt.is_statement:
             continue
-        for expr in _header_exprs(stmt.node):
+        for expr in stmt.own_parts:
             if any(_grad_name(name) for name in names_in(expr)):
                 return True
     return False
@@ -206,22 +192,6 @@ def _runs_once(loop: Loop, stmts: list[Stmt]) -> bool:
         return count is not None and count <= 1
     if isinstance(iterable, (ast.List, ast.Tuple)):
         return len(iterable.elts) <= 1
-    return False
-
-
-def _test_checking_each_iteration(scope: Scope, stmts: list[Stmt]) -> bool:
-    """A test function (`def test_...`) whose loop checks something on every iteration (`assert
-    out_1.allclose(out_2)`, `torch.testing.assert_close(...)`): twins trained in lockstep, where
-    gradients that add up alike on both sides change nothing it checks; not a training run. A
-    training script's own `assert torch.isfinite(loss)` does not count: it is no test function."""
-    if not scope.name.startswith("test"):
-        return False
-    for stmt in stmts:
-        if isinstance(stmt.node, ast.Assert):
-            return True
-        call = stmt.node.value if isinstance(stmt.node, ast.Expr) else None
-        if isinstance(call, ast.Call) and (last_part(dotted(call.func)) or "").lower().startswith("assert"):
-            return True
     return False
 
 
@@ -338,7 +308,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     stmts = [s for s in scope.stmts if loop.contains(s)]
     calls = [site for site in scope.calls if loop.contains(site.stmt)]
     direct = [e for e in in_loop if e.helper is None]
-    if _runs_once(loop, stmts) or _test_checking_each_iteration(scope, stmts) or _timed_measurement(scope, loop):
+    if _runs_once(loop, stmts) or checking_test_loop(scope, stmts) or _timed_measurement(scope, loop):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
         yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)

@@ -9,7 +9,7 @@ from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import ZERO, Event
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, method_of
+from accumlint.analysis.exprs import dotted, last_part, method_of
 from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
 
@@ -113,3 +113,20 @@ def place_in(module: AnalysedModule, node: ast.AST) -> str:
     """`engine.py:78`: where a node of another module of the project is, for a message."""
     name = module.path.name if module.path is not None else "another module"
     return f"{name}:{getattr(node, 'lineno', '?')}"
+
+
+def checking_test_loop(scope: Scope, stmts: list[Stmt]) -> bool:
+    """A test function (`def test_...`) whose loop checks something on every iteration (`assert
+    out_1.allclose(out_2)`, `torch.testing.assert_close(...)`): an exercise of the code (twins
+    trained in lockstep, a backward run per dtype), not a training run: what the loop costs or how
+    its gradients add up changes nothing it checks. A training script's own `assert
+    torch.isfinite(loss)` does not count: it is no test function."""
+    if not scope.name.startswith("test"):
+        return False
+    for stmt in stmts:
+        if isinstance(stmt.node, ast.Assert):
+            return True
+        call = stmt.node.value if isinstance(stmt.node, ast.Expr) else None
+        if isinstance(call, ast.Call) and (last_part(dotted(call.func)) or "").lower().startswith("assert"):
+            return True
+    return False
