@@ -194,6 +194,34 @@ def _cut_by_count(window: Window, counter: str) -> bool:
     return False
 
 
+def _sized_in_steps(sized: Optional[ast.expr], scope: Scope, depth: int = 0) -> bool:
+    """The data the loop runs over was made as long as the run's optimizer steps need
+    (`Dataset(..., num_instances=batch_size * args.num_training_steps)`, seen through the loader
+    and progress bar built on it): the code sized it in whole steps, so whether a partial
+    window is left is not in sight."""
+    if sized is None or depth > 8:  # names and the calls that made them alternate
+        return False
+    if isinstance(sized, ast.Call):
+        if any(_times_steps(argument) for argument in [*sized.args, *(kw.value for kw in sized.keywords)]):
+            return True
+        return bool(sized.args) and _sized_in_steps(sized.args[0], scope, depth + 1)
+    name = dotted(sized)
+    return name is not None and any(
+        definition.kind == "assign" and _sized_in_steps(definition.value, scope, depth + 1)
+        for seen in scope.sight() for definition in seen.definitions(name)
+    )
+
+
+def _times_steps(expr: ast.expr) -> bool:
+    """`batch_size * args.num_training_steps`: a count of optimizer steps times something."""
+    if not (isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult)):
+        return False
+    return any(
+        (last := (last_part(dotted(side)) or "").lower()).endswith("steps") and "accum" not in last and "warmup" not in last
+        for side in (expr.left, expr.right)
+    )
+
+
 def _reads_counter(expr: ast.expr, counter: str, at) -> bool:
     """The expression reads the counter, directly or through a name computed from it in this
     iteration (`step = i // update_freq; if step >= steps_per_epoch: continue`)."""
@@ -355,7 +383,7 @@ def _dropped_window(
     counter, start, sized = counted
     if counter not in names_in(window.test.counter) or _flushed_after(window, events):
         return None
-    if _discarded_after(window, events) or _cut_by_count(window, counter):
+    if _discarded_after(window, events) or _cut_by_count(window, counter) or _sized_in_steps(sized, scope):
         return None
     k_text = source.segment(window.k)
     fix = None
