@@ -35,6 +35,7 @@ _NO_GRAPH_METHODS = {
     "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
     "isfinite", "any", "all", "new_zeros", "new_ones", "new_empty", "new_full", "zero_", "zeros_like",
     "parse_args", "parse_known_args", "parse_args_into_dataclasses",  # command-line options
+    "decode", "batch_decode",  # token ids to text
 }
 _NO_GRAPH_FUNCTIONS = {
     "zeros", "ones", "empty", "full", "randn", "rand", "randint", "randn_like", "rand_like", "arange",
@@ -48,7 +49,6 @@ _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_bat
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
 _NUMBER_BUILTINS = {"max", "min", "abs", "round", "pow"}
-_NUMERIC_MODULES = {"numpy", "math", "random", "scipy", "time", "os", "statistics"}
 # Classes that build a framework's objects (an accelerator, a scaler, an optimizer, a loader): neither
 # they nor their attributes (`accelerator.num_processes`) hold a graph, whatever they are given.
 _FRAMEWORK_OBJECT_MODULES = (

@@ -6,6 +6,8 @@ NUMERIC_LIBRARIES = frozenset({
     "numpy", "math", "random", "scipy", "time", "os", "statistics", "sys", "argparse",
     "sklearn", "pandas", "nltk", "sacrebleu", "evaluate", "rouge_score", "jiwer", "editdistance",
     "Levenshtein", "pycocotools", "seqeval", "bert_score",
+    # the standard library's text and serialisation modules: strings in, strings out
+    "re", "json", "string", "textwrap", "difflib", "unicodedata",
 })
 
 

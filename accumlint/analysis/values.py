@@ -32,8 +32,9 @@ _TENSOR_METHODS = {
     "mul", "div", "add", "sub", "prod", "square", "clamp", "repeat", "expand", "transpose", "permute",
     "detach", "round", "sigmoid", "softmax", "log_softmax", "tanh", "relu",
 }
-# Methods that give a plain number or a host value.
-_NUMBER_METHODS = {"item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "__len__", "get_lr", "get_last_lr"}
+# Methods that give a plain number or a host value (`decode`, `batch_decode`: token ids to text).
+_NUMBER_METHODS = {"item", "tolist", "numpy", "size", "dim", "numel", "nelement", "element_size", "__len__", "get_lr", "get_last_lr",
+                   "decode", "batch_decode"}
 _NUMBER_BUILTINS = {"float", "int", "len", "round", "bool", "str", "repr", "format", "hash", "id", "ord", "divmod", "isinstance"}
 _CHOOSING_BUILTINS = {"max", "min", "abs", "pow"}  # the kind of what they are given
 _NUMERIC_MODULES = NUMERIC_LIBRARIES
