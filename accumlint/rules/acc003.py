@@ -48,7 +48,9 @@ class _Span:
 
 
 def _loop_span(loop: Loop) -> _Span:
-    return _Span(loop.contains, loop.first_order, outer=loop.parent)
+    # A framework hook called once per batch (Lightning's training_step) is a method body too:
+    # its locals and parameters (the batch) start anew on every call.
+    return _Span(loop.contains, loop.first_order, loop.scope.name if loop.implicit else None, outer=loop.parent)
 
 
 def _whole_sequence(name: str, loop: _Span, scope: Scope, events) -> bool:

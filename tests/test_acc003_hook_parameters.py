@@ -1,0 +1,62 @@
+"""ACC003 in a framework hook called once per batch (Lightning's `training_step` under manual
+optimisation): its parameters and locals start anew on every call, so `batch =
+self.batch_transform(batch)` carries nothing into the next batch. A hidden state kept on `self`
+and fed back in still does. Forms: a module whose transform is its own method, and one whose
+transform comes from another module of the project."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from accumlint import engine
+from accumlint.engine import check_source
+
+MODULE = """
+import lightning as L
+
+
+class VideoModule(L.LightningModule):
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+        self.automatic_optimization = False
+        self.hidden = None
+
+    def training_step(self, batch, batch_idx):
+        opt = self.optimizers()
+        opt.zero_grad()
+        {body}
+        self.manual_backward(loss)
+        opt.step()
+"""
+
+REBIND = "batch = self.batch_transform(batch)\n        loss = self.model(batch).mean()"
+CARRY = "out, self.hidden = self.model(batch, self.hidden)\n        loss = out.mean()"
+
+
+def _acc003(text: str, filename: str = "module.py") -> int:
+    result = check_source(text.encode(), filename, select=("ACC003",))
+    assert result.error is None, result.error
+    return len(result.findings)
+
+
+def test_rebinding_the_hooks_batch_carries_nothing():
+    source = textwrap.dedent(MODULE).replace("{body}", REBIND)
+    source += "\n    def batch_transform(self, batch):\n        return self.model.augment(batch)\n"
+    assert _acc003(source) == 0
+
+
+def test_hidden_state_on_self_is_still_carried():
+    assert _acc003(textwrap.dedent(MODULE).replace("{body}", CARRY)) == 1
+
+
+def test_transform_from_another_module(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "transforms.py").write_text("def mix(model, batch):\n    return model.augment(batch)\n")
+    path = tmp_path / "module.py"
+    body = "batch = mix(self.model, batch)\n        loss = self.model(batch).mean()"
+    path.write_text("from transforms import mix\n" + textwrap.dedent(MODULE).replace("{body}", body))
+    result = engine.check_source(path.read_bytes(), str(path), select=("ACC003",))
+    assert result.error is None, result.error
+    assert result.findings == []
