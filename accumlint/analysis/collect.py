@@ -46,6 +46,7 @@ class Scope:
     stmts: list["Stmt"] = field(default_factory=list)
     _headers: Optional[dict[int, "Stmt"]] = field(default=None, repr=False)
     _by_loop: Optional[dict[int, list["Stmt"]]] = field(default=None, repr=False)
+    _k_pins: Optional[list[tuple[list[ast.expr], str]]] = field(default=None, repr=False)  # pinned.py
     # The methods of this scope's class, this one included (one list shared by all of them):
     # `self.k` set in `__init__` is read in `train_epoch`.
     class_scopes: list["Scope"] = field(default_factory=list, repr=False)

@@ -12,6 +12,7 @@ import re
 from accumlint.analysis.calls import Callee, bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
+from accumlint.analysis.pinned import k_is_one_on_way
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
 
 
@@ -104,8 +105,8 @@ class Window:
         if any(e.stmt.path == stmt.path for e in self.other_steps):
             return False  # `backward(); optimizer.step(); zero_grad()` in one block: an update of its own, not the window's
         return not (
-            self._once_per_loop(stmt) or _k_is_one_on_way(stmt, self.k) or self._gated_once_per_window(stmt)
-            or self._flag_gated(stmt) or self._periodic(stmt)
+            self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
+            or self._gated_once_per_window(stmt) or self._flag_gated(stmt) or self._periodic(stmt)
         )
 
     def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool]) -> bool:
@@ -171,29 +172,6 @@ class Window:
                 if test is not None and dotted(test.k) == k and test.positive == (branch == "body"):
                     return True
         return False
-
-
-# `k <op> number` tests and, for each, the branch on which k is 1 (or less).
-_K_IS_ONE_BRANCH: dict[tuple[type, Optional[int]], str] = {
-    (ast.Eq, 1): "body", (ast.NotEq, 1): "orelse", (ast.Gt, 1): "orelse", (ast.GtE, 2): "orelse",
-    (ast.LtE, 1): "body", (ast.Lt, 2): "body",
-}
-
-
-def _k_is_one_on_way(stmt: Stmt, k: ast.expr) -> bool:
-    """`stmt` runs only where the window size is 1: `if k == 1: zero_grad()`, or the `else:` of
-    `if k > 1:`. No accumulation happens there."""
-    name = dotted(k)
-    if name is None:
-        return False
-    for node, branch in stmt.path:
-        test = node.test if isinstance(node, ast.If) else None
-        if not isinstance(test, ast.Compare) or len(test.ops) != 1 or dotted(test.left) != name:
-            continue
-        number = int_value(test.comparators[0])
-        if _K_IS_ONE_BRANCH.get((type(test.ops[0]), number)) == branch:
-            return True
-    return False
 
 
 def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
@@ -912,7 +890,7 @@ def find_windows(
                 found.append(window)
         # Some optimizer steps every iteration (GANs): no accumulation, unless only where k is 1
         # (`if k > 1: if (i + 1) % k == 0: step()` / `else: step()`).
-        if not found or any(not any(_k_is_one_on_way(s.stmt, w.k) for w in found) for s in ungated):
+        if not found or any(not any(k_is_one_on_way(s.stmt, w.k, scope) for w in found) for s in ungated):
             continue
         skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:

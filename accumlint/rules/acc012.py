@@ -13,6 +13,7 @@ from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
 from accumlint.analysis.exprs import dotted, int_value, keyword, method_of, names_in
+from accumlint.analysis.pinned import count_is_one_on_way
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window, flag_dests
@@ -387,6 +388,10 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             continue
         if not all(_step_runs_every_micro_step(e, loop) for e in steps):
             continue  # some step is held by a gate (read or not): other rules' ground
+        gate = _accumulation_gate(sf.scope, loop, names)
+        steps = [e for e in steps if not _window_held(e, gate, sf.scope, names)]
+        if not steps:
+            continue
         step = steps[0]
         backwards = [
             e for e in sf.events
@@ -438,7 +443,6 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 step.call or step.stmt.node,
             )
             continue
-        gate = _accumulation_gate(sf.scope, loop, names)
         if gate is not None:
             yield Violation(
                 CODE,
@@ -459,6 +463,15 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 f"divide the loss by `{k}`",
                 step.call or step.stmt.node,
             )
+
+
+def _window_held(event: Event, gate: Optional[ast.If], scope: Scope, names: set[str]) -> bool:
+    """A step that cannot run on every micro-step of a window: inside the block that tests the
+    accumulation steps (its counter moved in another method), or where the code makes k 1
+    (`if params.amp == -1:` under `assert params.amp >= 0 or params.accumulate_gradients == 1`)."""
+    if gate is not None and event.stmt.within(gate):
+        return True
+    return any(count_is_one_on_way(event.stmt, name, scope) for name in names)
 
 
 def _accumulation_gate(scope: Scope, loop: Loop, names: set[str]) -> Optional[ast.If]:
