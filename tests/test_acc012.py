@@ -834,7 +834,7 @@ INNER_WINDOW_LOOP = _src("""
 def test_step_inside_a_loop_over_range_k_is_advised_after_that_loop():
     # The inner loop is the window itself: a `% k` gate on its throwaway counter is the wrong advice.
     (finding,) = assert_marked(INNER_WINDOW_LOOP)
-    assert "move the step after the loop over `range(ACCUM)` (line 2)" in finding.message
+    assert "move the step, then the zeroing, after the loop over `range(ACCUM)` (line 2)" in finding.message
     assert "% ACCUM" not in finding.message
 
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
-from accumlint.analysis.events import BACKWARD, SCHED, STEP, Event
+from accumlint.analysis.events import BACKWARD, CLIP, SCHED, STEP, UNSCALE, UPDATE, ZERO, Event
 from accumlint.analysis.exprs import dotted, int_value, keyword, method_of, names_in
 from accumlint.analysis.pinned import count_is_one_on_way
 from accumlint.analysis.facts import ScopeFacts
@@ -364,16 +364,32 @@ def _gate_text(counter: Optional[str], k: str) -> str:
     return f"if ({counter or 'step'} + 1) % {k} == 0:"
 
 
-def _window_advice(loop: Loop, k: str, names: set[str]) -> str:
+# What must move with the step into its window, in the order a message names them.
+_COMPANIONS = ((UNSCALE, "the unscale"), (CLIP, "the clipping"), (UPDATE, "the scaler update"),
+               (SCHED, "the scheduler step"))
+
+
+def _window_advice(sf: ScopeFacts, loop: Loop, k: str, names: set[str]) -> str:
     """Where the step belongs: after a loop that is itself the window (`for _ in range(k)`),
-    else under a `% k` gate on the micro-step counter."""
+    else under a `% k` gate on the micro-step counter after the backward; with it go the
+    unscaling, clipping and schedule steps that run on every micro-step beside it, and the
+    zeroing, which must come after the step (zeroing under the gate before the backward would
+    wipe the window)."""
+    kinds = {e.kind for e in sf.events if e.stmt.loop is loop and not _held(e.stmt, loop, loop.node)}
+    moved = [text for kind, text in _COMPANIONS if kind in kinds]
+    what = "the step" + (f", with {_listed(moved)}" if moved else "") + (", then the zeroing" if ZERO in kinds else "")
+    what += "," if what != "the step" else ""
     node = loop.node
     if (
         isinstance(node, (ast.For, ast.AsyncFor)) and isinstance(node.iter, ast.Call)
         and dotted(node.iter.func) == "range" and len(node.iter.args) == 1 and names_in(node.iter.args[0]) & names
     ):
-        return f"move the step after the loop over `range({k})` (line {node.lineno})"
-    return f"wrap the step in `{_gate_text(_counter(loop), k)}`"
+        return f"move {what} after the loop over `range({k})` (line {node.lineno})"
+    return f"run {what} under `{_gate_text(_counter(loop), k)}` after the backward"
+
+
+def _listed(items: list[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
 
 
 # --- the rule ------------------------------------------------------------------------------------
@@ -413,7 +429,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 f"`{owner}` (line {line}) never received the accumulation steps, so "
                 f"`with {owner}.accumulate(...)` lets `{step_text}` run on every micro-step while the "
                 f"code accumulates over `{k}`: each update takes one micro-batch instead of `{k}`"
-                f"{_schedule_note(sf, loop)}; pass `gradient_accumulation_steps={k}` to the Accelerator, "
+                f"{_schedule_note(sf, loop, names)}; pass `gradient_accumulation_steps={k}` to the Accelerator, "
                 f"which then holds the step for `{k}` micro-steps",
                 step.call or step.stmt.node,
             )
@@ -426,7 +442,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 CODE,
                 f"`{accelerator}.backward` divides each loss by its accumulation steps `{k}`, but the loop never "
                 f"enters `with {accelerator}.accumulate(...)`, so `{step_text}` runs on every micro-step: updates "
-                f"are `{k}` times too small{_schedule_note(sf, loop)}; run the forward, backward and step "
+                f"are `{k}` times too small{_schedule_note(sf, loop, names)}; run the forward, backward and step "
                 f"inside `with {accelerator}.accumulate(model):`",
                 step.call or step.stmt.node,
             )
@@ -438,8 +454,8 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             yield Violation(
                 CODE,
                 f"the loss is divided by the accumulation steps `{k}` but `{step_text}` runs on every "
-                f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop)}; "
-                f"{_window_advice(loop, k, names)}",
+                f"micro-step: updates are `{k}` times too small{_schedule_note(sf, loop, names)}; "
+                f"{_window_advice(sf, loop, k, names)}",
                 step.call or step.stmt.node,
             )
             continue
@@ -448,7 +464,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 CODE,
                 f"`{step_text}` runs on every micro-step, outside `if {src.segment(gate.test)}:` "
                 f"(line {gate.lineno}), the block that tests the accumulation steps `{k}`: no gradients "
-                f"accumulate{_schedule_note(sf, loop)}; move the step, with the zeroing and the "
+                f"accumulate{_schedule_note(sf, loop, names)}; move the step, with the zeroing and the "
                 f"scheduler step, into that block",
                 step.call or step.stmt.node,
             )
@@ -459,7 +475,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
                 CODE,
                 f"the code counts optimizer updates in windows of `{k}` (line {sized}) but `{step_text}` "
                 f"runs on every micro-step: the accumulation steps are never applied"
-                f"{_schedule_note(sf, loop)}; {_window_advice(loop, k, names)} and "
+                f"{_schedule_note(sf, loop, names)}; {_window_advice(sf, loop, k, names)}, and "
                 f"divide the loss by `{k}`",
                 step.call or step.stmt.node,
             )
@@ -511,10 +527,29 @@ def _sized_in_windows(facts: ModuleFacts, names: set[str]) -> Optional[int]:
     return min(lines) if lines else None
 
 
-def _schedule_note(sf: ScopeFacts, loop: Loop) -> str:
-    if any(e.kind == SCHED and loop.contains(e.stmt) for e in sf.events):
-        return ", and a schedule sized in optimizer updates ends early"
-    return ""
+def _schedule_note(sf: ScopeFacts, loop: Loop, names: set[str]) -> str:
+    """A scheduler stepped with the step on every micro-step runs through a schedule sized in
+    optimizer updates k times too fast. One built in micro-steps (`num_training_steps=max_steps *
+    k`) is another story, which depends on where the loop stops: no claim then."""
+    scheds = [e for e in sf.events if e.kind == SCHED and loop.contains(e.stmt)]
+    if not scheds or any(_sized_in_micro_steps(e.receiver, sf.scope, names) for e in scheds):
+        return ""
+    return ", and a schedule sized in optimizer updates ends early"
+
+
+def _sized_in_micro_steps(receiver: Optional[str], scope: Scope, names: set[str]) -> bool:
+    """The scheduler's construction multiplies a length by the accumulation steps."""
+    if receiver is None:
+        return False
+    for seen in scope.sight():
+        for definition in seen.definitions(receiver):
+            value = definition.value if definition.kind == "assign" else None
+            if not isinstance(value, ast.Call):
+                continue
+            for node in ast.walk(value):
+                if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mult) and names_in(node) & names:
+                    return True
+    return False
 
 
 def _reads_accumulation(facts: ModuleFacts, names: set[str]) -> bool:
