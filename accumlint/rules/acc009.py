@@ -119,10 +119,38 @@ def _runs_the_model(model: str, inside: list[Stmt], scope: Scope, facts: ModuleF
         return True
     for site in scope.calls:
         if site.stmt in inside:
+            called = dotted(site.call.func) or ""
+            if called == model or called.startswith(model + "."):
+                return True  # `self.model(x)`: a called attribute is a call, not an occurrence
             callee = facts.analysed.resolver.resolve(site.call, scope)
             if callee is not None and callee.scope.parent is scope and reads(callee.scope.occurrences):
                 return True
     return False
+
+
+def _no_sync_model(call: ast.Call, scope: Scope, facts: ModuleFacts) -> Optional[str]:
+    """The model whose `no_sync()` the context enters: `model.no_sync()` itself, or a project
+    function that returns it (`def maybe_no_sync(step): return model.no_sync() if ... else
+    ExitStack()`; a parameter receiver is read as the call's argument)."""
+    receiver, method = method_of(call)
+    if method == ddp.NO_SYNC_CONTEXT:
+        return dotted(receiver) if receiver is not None else None
+    callee = facts.analysed.resolver.resolve(call, scope)
+    if callee is None:
+        return None
+    for returned, _ in callee.scope.returns:
+        for part in ast.walk(returned):
+            inner = method_of(part) if isinstance(part, ast.Call) else (None, None)
+            if inner[1] != ddp.NO_SYNC_CONTEXT or inner[0] is None:
+                continue
+            name = dotted(inner[0])
+            params = callee.scope.params
+            if name in params:
+                index = params.index(name) - (1 if params and params[0] in {"self", "cls"} else 0)
+                argument = call.args[index] if 0 <= index < len(call.args) else None
+                return dotted(argument) if argument is not None else None
+            return name
+    return None
 
 
 def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Violation]:
@@ -134,17 +162,19 @@ def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Viola
         for item in node.items:
             if not isinstance(item.context_expr, ast.Call):
                 continue
-            receiver, method = method_of(item.context_expr)
-            model = dotted(receiver) if receiver is not None else None
-            if method != ddp.NO_SYNC_CONTEXT or model is None:
+            model = _no_sync_model(item.context_expr, sf.scope, facts)
+            if model is None:
                 continue
             inside = [s for s in sf.scope.stmts if s.within(node)]
             backward = [e for e in sf.events if e.kind == BACKWARD and e.stmt in inside]
             if backward and not _runs_the_model(model, inside, sf.scope, facts):
+                direct = method_of(item.context_expr)[1] == ddp.NO_SYNC_CONTEXT
+                context = "" if direct else f"`{facts.source.segment(item.context_expr)}` enters "
                 yield Violation(
                     CODE,
-                    f"`{model}.no_sync()` wraps only the backward pass: DDP decides to sync during the "
-                    f"forward, so every micro-step still all-reduces; put the forward inside it too",
+                    f"{context}`{model}.no_sync()` {'around' if context else 'wraps'} only the backward pass: DDP "
+                    f"decides to sync during the forward, so every micro-step still all-reduces; put the forward "
+                    f"inside it too",
                     node,
                 )
 

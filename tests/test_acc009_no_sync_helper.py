@@ -1,0 +1,127 @@
+"""ACC009 when `no_sync()` is entered through a project helper that returns it
+(`with maybe_no_sync(step):`, the helper returning `model.no_sync()` on non-final micro-steps and
+an empty context otherwise) and the helper's block holds only the backward: DDP reads the sync
+flag in the forward, so the forward outside the block still syncs every micro-step. With the
+forward inside the block it is right and not reported.
+Forms: a script with the helper as a closure, a trainer whose helper is a method, a helper in a
+module of its own taking the model as a parameter."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+from accumlint import engine
+from accumlint.engine import check_source
+
+SCRIPT = """
+import contextlib
+import torch
+
+
+def train(model, loader, optimizer, args):
+    model = torch.nn.parallel.DistributedDataParallel(model)
+
+    def maybe_no_sync(step):
+        if (step + 1) % args.gradient_accumulation_steps != 0:
+            return model.no_sync()
+        return contextlib.ExitStack()
+
+    for step, batch in enumerate(loader):
+        BODY
+        if (step + 1) % args.gradient_accumulation_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+TRAINER = """
+import contextlib
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Trainer:
+    def __init__(self, model, optimizer, args):
+        self.model = DistributedDataParallel(model)
+        self.optimizer = optimizer
+        self.args = args
+
+    def _maybe_no_sync(self, step):
+        if (step + 1) % self.args.gradient_accumulation_steps != 0:
+            return self.model.no_sync()
+        return contextlib.nullcontext()
+
+    def train(self, loader):
+        for step, batch in enumerate(loader):
+            BODY
+            if (step + 1) % self.args.gradient_accumulation_steps == 0:
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+"""
+
+BACKWARD_ONLY = """loss = MODEL(batch) / K
+        with HELPER:
+            loss.backward()"""
+
+FORWARD_INSIDE = """with HELPER:
+            loss = MODEL(batch) / K
+            loss.backward()"""
+
+
+def _fill(template: str, body: str, model: str, k: str, helper: str, indent: str = "") -> str:
+    body = body.replace("MODEL", model).replace("K", k).replace("HELPER", helper).replace("\n", "\n" + indent)
+    return textwrap.dedent(template).replace("BODY", body)
+
+
+def _rows(text: str, filename: str = "train.py") -> list[int]:
+    result = check_source(text.encode(), filename, select=("ACC009",))
+    assert result.error is None, result.error
+    return [f.location.row for f in result.findings]
+
+
+def _row(text: str, needle: str) -> int:
+    return next(i for i, line in enumerate(text.splitlines(), 1) if needle in line)
+
+
+def test_script_closure_helper_around_backward_only():
+    text = _fill(SCRIPT, BACKWARD_ONLY, "model", "args.gradient_accumulation_steps", "maybe_no_sync(step)")
+    result = check_source(text.encode(), "train.py", select=("ACC009",))
+    (finding,) = result.findings
+    assert finding.location.row == _row(text, "with maybe_no_sync(step):")
+    assert "`maybe_no_sync(step)` enters `model.no_sync()` around only the backward pass" in finding.message
+
+
+def test_script_closure_helper_around_forward_and_backward_is_right():
+    text = _fill(SCRIPT, FORWARD_INSIDE, "model", "args.gradient_accumulation_steps", "maybe_no_sync(step)")
+    assert _rows(text) == []
+
+
+def test_trainer_method_helper():
+    k = "self.args.gradient_accumulation_steps"
+    text = _fill(TRAINER, BACKWARD_ONLY, "self.model", k, "self._maybe_no_sync(step)", "    ")
+    assert _rows(text) == [_row(text, "with self._maybe_no_sync(step):")]
+    assert _rows(_fill(TRAINER, FORWARD_INSIDE, "self.model", k, "self._maybe_no_sync(step)", "    ")) == []
+
+
+def test_helper_in_another_module_takes_the_model(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "sync.py").write_text(
+        "import contextlib\n\n\ndef maybe_no_sync(ddp_model, last):\n"
+        "    return contextlib.nullcontext() if last else ddp_model.no_sync()\n"
+    )
+    script = _fill(SCRIPT, BACKWARD_ONLY, "model", "args.gradient_accumulation_steps", "sync_of(model, False)")
+    script = script.replace("import torch\n", "import torch\nfrom sync import maybe_no_sync as sync_of\n")
+    loop = tmp_path / "train.py"
+    loop.write_text(script)
+    result = engine.check_source(loop.read_bytes(), str(loop), select=("ACC009",))
+    assert result.error is None, result.error
+    assert [f.location.row for f in result.findings] == [_row(script, "with sync_of(model, False):")]
+    assert "`model.no_sync()`" in result.findings[0].message
+
+
+def test_trainer_direct_no_sync_reads_the_called_model_attribute():
+    # `self.model(batch)` inside `with self.model.no_sync():` is the forward, though it is a call.
+    k = "self.args.gradient_accumulation_steps"
+    inside = _fill(TRAINER, FORWARD_INSIDE, "self.model", k, "self.model.no_sync()", "    ")
+    assert _rows(inside) == []
+    outside = _fill(TRAINER, BACKWARD_ONLY, "self.model", k, "self.model.no_sync()", "    ")
+    assert _rows(outside) == [_row(outside, "with self.model.no_sync():")]
