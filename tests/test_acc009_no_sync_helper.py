@@ -125,3 +125,84 @@ def test_trainer_direct_no_sync_reads_the_called_model_attribute():
     assert _rows(inside) == []
     outside = _fill(TRAINER, BACKWARD_ONLY, "self.model", k, "self.model.no_sync()", "    ")
     assert _rows(outside) == [_row(outside, "with self.model.no_sync():")]
+
+
+FLAG_TRAINER = """
+import contextlib
+from torch.nn.parallel import DistributedDataParallel
+
+
+class Brain:
+    def __init__(self, modules, optimizer, k):
+        self.modules = {}
+        for name, module in modules.items():
+            module = DistributedDataParallel(module)
+            self.modules[name] = module
+        self.optimizer = optimizer
+        self.k = k
+        self.step = 0
+
+    @contextlib.contextmanager
+    def no_sync(self, use=True):
+        if use:
+            for module in self.modules.values():
+                module.require_backward_grad_sync = False
+            yield
+            for module in self.modules.values():
+                module.require_backward_grad_sync = True
+        else:
+            yield
+
+    def fit_batch(self, batch):
+        self.step += 1
+        should_step = self.step % self.k == 0
+        BODY
+        if should_step:
+            self.optimizer.step()
+            self.optimizer.zero_grad()
+
+    def fit(self, loader):
+        for batch in loader:
+            self.fit_batch(batch)
+"""
+
+FLAG_BACKWARD_ONLY = """loss = self.compute_objectives(self.compute_forward(batch), batch)
+        with self.no_sync(not should_step):
+            (loss / self.k).backward()"""
+
+FLAG_FORWARD_INSIDE = """with self.no_sync(not should_step):
+            loss = self.compute_objectives(self.compute_forward(batch), batch)
+            (loss / self.k).backward()"""
+
+
+def _flag_trainer(body: str) -> str:
+    return textwrap.dedent(FLAG_TRAINER).replace("BODY", body)
+
+
+def test_project_context_manager_that_clears_the_sync_flag():
+    text = _flag_trainer(FLAG_BACKWARD_ONLY)
+    result = check_source(text.encode(), "brain.py", select=("ACC009",))
+    assert result.error is None, result.error
+    (finding,) = result.findings
+    assert finding.location.row == _row(text, "with self.no_sync(not should_step):")
+    assert "`self.no_sync(not should_step)` turns off DDP's sync around only the backward pass" in finding.message
+    assert _rows(_flag_trainer(FLAG_FORWARD_INSIDE), "brain.py") == []
+
+
+def test_project_context_manager_in_another_module(tmp_path: Path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "syncing.py").write_text(
+        "import contextlib\n\n\n@contextlib.contextmanager\ndef sync_off(modules):\n"
+        "    with contextlib.ExitStack() as stack:\n"
+        "        for module in modules:\n"
+        "            stack.enter_context(module.no_sync())\n"
+        "        yield\n"
+    )
+    body = "loss = model(batch) / args.gradient_accumulation_steps\n        with sync_off([model]):\n            loss.backward()"
+    script = textwrap.dedent(SCRIPT).replace("BODY", body)
+    script = script.replace("import torch\n", "import torch\nfrom syncing import sync_off\n")
+    loop = tmp_path / "train.py"
+    loop.write_text(script)
+    result = engine.check_source(loop.read_bytes(), str(loop), select=("ACC009",))
+    assert result.error is None, result.error
+    assert [f.location.row for f in result.findings] == [_row(script, "with sync_off([model]):")]

@@ -133,11 +133,9 @@ def _no_sync_model(call: ast.Call, scope: Scope, facts: ModuleFacts) -> Optional
     function that returns it (`def maybe_no_sync(step): return model.no_sync() if ... else
     ExitStack()`; a parameter receiver is read as the call's argument)."""
     receiver, method = method_of(call)
-    if method == ddp.NO_SYNC_CONTEXT:
-        return dotted(receiver) if receiver is not None else None
     callee = facts.analysed.resolver.resolve(call, scope)
-    if callee is None:
-        return None
+    if callee is None:  # DDP's own `model.no_sync()`, not a project function of that name
+        return dotted(receiver) if receiver is not None and method == ddp.NO_SYNC_CONTEXT else None
     for returned, _ in callee.scope.returns:
         for part in ast.walk(returned):
             inner = method_of(part) if isinstance(part, ast.Call) else (None, None)
@@ -150,7 +148,21 @@ def _no_sync_model(call: ast.Call, scope: Scope, facts: ModuleFacts) -> Optional
                 argument = call.args[index] if 0 <= index < len(call.args) else None
                 return dotted(argument) if argument is not None else None
             return name
+    if _switches_sync_off(callee.scope):
+        return ""  # the helper picks the modules itself (`for m in self.modules.values()`)
     return None
+
+
+def _switches_sync_off(scope: Scope) -> bool:
+    """A project context manager that turns DDP's sync off while its block runs: it sets the
+    sync flag of modules (`module.require_backward_grad_sync = False`) or enters their
+    `no_sync()`, around a `yield`."""
+    if not any(isinstance(node, ast.Yield) for stmt in scope.stmts for node in ast.walk(stmt.node)):
+        return False
+    flag = "." + ddp.SYNC_FLAG
+    if any(name.endswith(flag) for name in scope.defs):
+        return True
+    return any(method_of(site.call)[1] == ddp.NO_SYNC_CONTEXT for site in scope.calls)
 
 
 def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Violation]:
@@ -167,16 +179,27 @@ def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Viola
                 continue
             inside = [s for s in sf.scope.stmts if s.within(node)]
             backward = [e for e in sf.events if e.kind == BACKWARD and e.stmt in inside]
-            if backward and not _runs_the_model(model, inside, sf.scope, facts):
-                direct = method_of(item.context_expr)[1] == ddp.NO_SYNC_CONTEXT
-                context = "" if direct else f"`{facts.source.segment(item.context_expr)}` enters "
-                yield Violation(
-                    CODE,
-                    f"{context}`{model}.no_sync()` {'around' if context else 'wraps'} only the backward pass: DDP "
-                    f"decides to sync during the forward, so every micro-step still all-reduces; put the forward "
-                    f"inside it too",
-                    node,
-                )
+            if not backward:
+                continue
+            if model:
+                forward_outside = not _runs_the_model(model, inside, sf.scope, facts)
+            else:  # modules unknown: only a block that holds nothing but the backward shows it
+                forward_outside = {id(s) for s in inside} <= {id(e.stmt) for e in backward}
+            if not forward_outside:
+                continue
+            context = f"`{facts.source.segment(item.context_expr)}`"
+            if not model:
+                what = f"{context} turns off DDP's sync around"
+            elif context == f"`{model}.no_sync()`":
+                what = f"`{model}.no_sync()` wraps"
+            else:
+                what = f"{context} enters `{model}.no_sync()` around"
+            yield Violation(
+                CODE,
+                f"{what} only the backward pass: DDP decides to sync during the forward, so every "
+                f"micro-step still all-reduces; put the forward inside it too",
+                node,
+            )
 
 
 def _flag_after_forward(sf: ScopeFacts) -> Iterator[Violation]:
