@@ -35,7 +35,7 @@ def _role_from_name(name: str) -> Optional[Role]:
         return ACCELERATOR
     if last == "fabric":
         return FABRIC
-    if last.endswith("engine"):
+    if last.endswith("engine") or "." in name and last == deepspeed.ENGINE_ATTRIBUTE:
         return ENGINE
     if "loader" in last:
         return LOADER

@@ -9,6 +9,10 @@ from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 CONFIG_ACCUMULATION_KEY = "gradient_accumulation_steps"
 STRATEGIES = frozenset({"DeepSpeedStrategy"})
 
+# The attribute a trainer keeps its engine in (`self.deepspeed` of Hugging Face's Trainer): as an
+# attribute, never the module itself (`deepspeed.initialize`).
+ENGINE_ATTRIBUTE = "deepspeed"
+
 # `deepspeed.initialize(...)` returns (engine, optimizer, loader, scheduler).
 INITIALIZE_RESULTS = {0: Role.ENGINE, 1: Role.OPTIMIZER, 2: Role.LOADER, 3: Role.SCHEDULER}
 

@@ -7,7 +7,7 @@ from typing import Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts, accumulators, settings
-from accumlint.analysis.collect import FOR_LOOPS, Stmt
+from accumlint.analysis.collect import FOR_LOOPS, Definition, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
 from accumlint.analysis.exprs import dotted, mentions, names_in
@@ -133,6 +133,34 @@ def _division_kept_from(event) -> bool:
     return False
 
 
+def _divisions_guarded(event, facts: ModuleFacts, k_names: set[str]) -> bool:
+    """`if k > 1 and not self.deepspeed: loss = loss / k`, then `total = loss + aux` and
+    `self.deepspeed.backward(total)`: every hand division on the way sits under a test of the
+    engine itself, so the two never meet."""
+    if event.receiver is None:
+        return False
+    dividing = [d for d in _through_sums(event.tensor, event.stmt, facts) if _divides_by_k(d, k_names)]
+    return bool(dividing) and all(
+        any(isinstance(node, ast.If) and event.receiver in names_in(node.test) for node, _ in d.stmt.path)
+        for d in dividing
+    )
+
+
+def _through_sums(expr: ast.expr, at: Stmt, facts: ModuleFacts, depth: int = 0) -> list[Definition]:
+    """The definitions `expr` holds at `at`, followed through copies and into the terms of a sum
+    (`total = loss + rl_loss`)."""
+    found = facts.flow.definitions_reaching(expr, at)
+    if depth >= 3:
+        return found
+    for definition in list(found):
+        value = definition.value if definition.kind == "assign" else None
+        if isinstance(value, ast.BinOp) and isinstance(value.op, (ast.Add, ast.Sub)):
+            for term in (value.left, value.right):
+                if dotted(term) is not None:
+                    found += _through_sums(term, definition.stmt, facts, depth + 1)
+    return found
+
+
 def _divides_by_k(definition, k_names: set[str]) -> bool:
     value = definition.value
     if value is None or not mentions(value, k_names):
@@ -146,7 +174,7 @@ def _chosen_apart(event, facts: ModuleFacts, k_names: set[str]) -> bool:
     """`if not args.deepspeed: loss /= k` and later, maybe in a called function, `if args.deepspeed:
     model.backward(loss)`: one setting chooses between the hand division and the framework's
     backward, so the two never run together."""
-    dividing = [d for d in facts.flow.definitions_reaching(event.tensor, event.stmt) if _divides_by_k(d, k_names)]
+    dividing = [d for d in _through_sums(event.tensor, event.stmt, facts) if _divides_by_k(d, k_names)]
     return bool(dividing) and all(settings.apart(event.stmt, d.stmt, frozenset(k_names)) for d in dividing)
 
 
@@ -249,7 +277,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if event.kind != BACKWARD or event.helper or event.tensor is None:
                 continue
             k_names = _framework_k(event, facts)
-            if k_names and not _division_kept_from(event) and not _chosen_apart(event, facts, k_names):
+            if k_names and not _division_kept_from(event) and not _chosen_apart(event, facts, k_names) \
+                    and not _divisions_guarded(event, facts, k_names):
                 scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
                 if not scaling.unknown and scaling.k_divisions >= 1:
                     seen.add(id(event.call))
