@@ -2,7 +2,8 @@
 `if k > 1: if (i + 1) % k == 0: step()` / `else: step()`. The ungated step and the zeroing run
 only where k is 1, so the window is read from the gated branch: a missing end-of-epoch clause
 is ACC005 and the k == 1 zeroing is no ACC007. Script and trainer-class forms; the twins have the
-end clause (clean) or step ungated outside any k test (no window: nothing is said)."""
+end clause (clean), or step ungated under another setting: a mode chosen once in the script, read
+like the k test; a `self.` setting in the trainer, which may move between calls: nothing is said."""
 
 from __future__ import annotations
 
@@ -63,6 +64,12 @@ def test_with_the_end_clause_it_is_clean(build):
     assert _codes(build(KNOWN_K, TAIL)) == []
 
 
-@pytest.mark.parametrize("build", [_script, _trainer], ids=["script", "trainer"])
-def test_a_step_every_iteration_on_another_setting_is_no_window(build):
-    assert _codes(build(UNRELATED)) == []
+def test_a_step_every_iteration_on_another_setting_is_another_mode():
+    # `if use_window:` never changes in the loop: a run takes one branch, and the window of the
+    # accumulating one is read (tests/test_windows_mode_switch.py).
+    source = _script(UNRELATED)
+    assert _codes(source) == [("ACC005", row(source, "% "))]
+
+
+def test_a_self_setting_may_move_between_calls_and_is_no_mode():
+    assert _codes(_trainer(UNRELATED)) == []

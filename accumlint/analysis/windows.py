@@ -174,6 +174,35 @@ class Window:
         return False
 
 
+def _modes_apart(stmt: Stmt, other: Stmt, loop: Loop, scope: Scope) -> bool:
+    """The two sit on different branches of an `if` whose test the loop never changes, a mode
+    chosen once (`if cur_batch >= cfg.GLOBAL_BATCH_SIZE:` step every batch, `else:` accumulate):
+    a run takes one branch only, so the windows of the accumulating one stand."""
+    branches = {id(node): branch for node, branch in stmt.path}
+    for node, branch in other.path:
+        if id(node) not in branches or branches[id(node)] == branch:
+            continue
+        if not isinstance(node, ast.If) or any(isinstance(part, ast.Call) for part in ast.walk(node.test)):
+            return False
+        names = names_in(node.test)
+        return bool(names) and all(_set_before(name, loop, scope) for name in names)
+    return False
+
+
+def _set_before(name: str, loop: Loop, scope: Scope) -> bool:
+    """A name the loop reads but never sets: a local bound only before it, or a setting's
+    attribute (`cfg.GLOBAL_BATCH_SIZE`) whose object is not rebound in it. Not the loop's own
+    targets, nor `self.` attributes, which other methods may move between calls."""
+    root = name.split(".")[0]
+    if root in {"self", "cls"} or root in loop.targets or name in loop.targets:
+        return False
+    for candidate in {name, root}:
+        for definition in scope.definitions(candidate):
+            if loop.contains(definition.stmt) or definition.stmt.order > loop.header.order:
+                return False
+    return "." in name or bool(scope.definitions(name)) or name in scope.params
+
+
 def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
     """`step == 0`, `0 == i`: a loop index compared for equality with a number."""
     if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
@@ -890,7 +919,10 @@ def find_windows(
                 found.append(window)
         # Some optimizer steps every iteration (GANs): no accumulation, unless only where k is 1
         # (`if k > 1: if (i + 1) % k == 0: step()` / `else: step()`).
-        if not found or any(not any(k_is_one_on_way(s.stmt, w.k, scope) for w in found) for s in ungated):
+        if not found or any(
+            not any(k_is_one_on_way(s.stmt, w.k, scope) or _modes_apart(s.stmt, w.step.stmt, loop, scope) for w in found)
+            for s in ungated
+        ):
             continue
         skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:
