@@ -146,18 +146,20 @@ def _prefixes(name: str) -> list[str]:
     return [".".join(parts[:i]) for i in range(1, len(parts))]
 
 
-def _held(stmt: Stmt, loop: Optional[Loop], stop: Optional[ast.AST]) -> bool:
+def _held(
+    stmt: Stmt, loop: Optional[Loop], stop: Optional[ast.AST], whole: frozenset[tuple[int, str]] = frozenset()
+) -> bool:
     """Something per-step decides whether `stmt` runs: an `if` on its path (inside `stop`, the
     loop), or an earlier conditional `continue` of that loop."""
     changing = _changing_names(stmt.scope, loop)
     inside = stop is None
-    for node, _ in stmt.path:
+    for node, branch in stmt.path:
         if node is stop:
             inside = True
             continue
         if not inside:
             continue
-        if isinstance(node, ast.If) and not _fixed_condition(node.test, changing):
+        if isinstance(node, ast.If) and (id(node), branch) not in whole and not _fixed_condition(node.test, changing):
             return True
         if isinstance(node, (ast.match_case, ast.Match)):
             return True
@@ -170,8 +172,21 @@ def _held(stmt: Stmt, loop: Optional[Loop], stop: Optional[ast.AST]) -> bool:
     return False
 
 
-def _step_runs_every_micro_step(event: Event, loop: Loop) -> bool:
-    if _held(event.stmt, loop, loop.node):
+def _around_every_backward(sf: ScopeFacts, loop: Loop) -> frozenset[tuple[int, str]]:
+    """The `if`s of the loop that hold every backward of it (`if loss is not None:` around the
+    backward and the step): they skip a whole micro-step, so they hold no step apart from its
+    backward."""
+    backwards = [e for e in sf.events if e.kind == BACKWARD and e.stmt.loop is loop]
+    if not backwards:
+        return frozenset()
+    common = {(id(node), branch) for node, branch in backwards[0].stmt.path if isinstance(node, ast.If)}
+    for event in backwards[1:]:
+        common &= {(id(node), branch) for node, branch in event.stmt.path if isinstance(node, ast.If)}
+    return frozenset(common)
+
+
+def _step_runs_every_micro_step(event: Event, loop: Loop, whole: frozenset[tuple[int, str]] = frozenset()) -> bool:
+    if _held(event.stmt, loop, loop.node, whole):
         return False
     if event.callee is None:
         return event.helper is None
@@ -402,7 +417,8 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
         steps = [e for e in sf.events if e.kind == STEP and e.stmt.step_loop is loop]
         if not steps or any(_framework_steps(e, facts.analysed) for e in steps):
             continue
-        if not all(_step_runs_every_micro_step(e, loop) for e in steps):
+        whole = _around_every_backward(sf, loop)
+        if not all(_step_runs_every_micro_step(e, loop, whole) for e in steps):
             continue  # some step is held by a gate (read or not): other rules' ground
         gate = _accumulation_gate(sf.scope, loop, names)
         steps = [e for e in steps if not _window_held(e, gate, sf.scope, names)]
