@@ -79,3 +79,30 @@ def test_trainer_subclass_in_its_own_module(tmp_path: Path):
     result = engine.check_source(trainer.read_bytes(), str(trainer), select=("ACC010",))
     assert result.error is None, result.error
     assert [f.location.row for f in result.findings] == [_row(TRAINER, "self.deepspeed.backward(total)")]
+
+
+HF_LOOP = """
+class MyTrainer(Trainer):
+    def train(self, loader, args):
+        for step, inputs in enumerate(loader):
+            loss = self.training_step(self.model, inputs)
+            if self.deepspeed:
+                self.deepspeed.step()
+            if (step + 1) % args.gradient_accumulation_steps == 0:
+                if self.deepspeed:
+                    pass
+                else:
+                    self.optimizer.step()
+                self.model.zero_grad()
+"""
+
+
+def test_engine_step_every_micro_step_keeps_the_plain_paths_window():
+    # The engine applies once per its own window; the gated optimizer step of the plain path is
+    # still a window, and its missing end-of-epoch clause is ACC005.
+    text = "from transformers import Trainer\n" + textwrap.dedent(HF_LOOP)
+    result = check_source(text.encode(), "trainer.py", select=("ACC005",))
+    assert result.error is None, result.error
+    assert [f.location.row for f in result.findings] == [
+        next(i for i, line in enumerate(text.splitlines(), 1) if "if (step + 1) %" in line)
+    ]

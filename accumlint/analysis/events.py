@@ -160,7 +160,8 @@ def classify(site: CallSite, roles: R.Roles) -> Optional[Event]:
             return Event(STEP, site.stmt, call, name, scaler=name,
                          optimizer=dotted(target) if target is not None else None)
         if role in {R.OPTIMIZER, R.ENGINE}:
-            return Event(STEP, site.stmt, call, name, optimizer=name)
+            engine = Framework.DEEPSPEED if role == R.ENGINE else None  # the engine keeps its own window
+            return Event(STEP, site.stmt, call, name, optimizer=name, framework=engine)
         if role == R.SCHEDULER:
             return Event(SCHED, site.stmt, call, name)
         if isinstance(receiver, ast.Call) and method_of(receiver)[1] == lightning.OPTIMIZERS_GETTER:

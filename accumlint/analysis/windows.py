@@ -14,6 +14,7 @@ from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Loop, S
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.pinned import k_is_one_on_way
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
+from accumlint.frameworks import Framework
 
 
 @dataclass(frozen=True)
@@ -914,7 +915,10 @@ def find_windows(
                 continue
             window = _gate_for(step, loop, events, helpers, in_loop)
             if window is None:
-                ungated.append(step)
+                # A DeepSpeed engine's step on every micro-step applies once per its own window (the
+                # Hugging Face Trainer calls it so beside the gated optimizer step of its plain path).
+                if step.framework != Framework.DEEPSPEED:
+                    ungated.append(step)
             else:
                 found.append(window)
         # Some optimizer steps every iteration (GANs): no accumulation, unless only where k is 1
