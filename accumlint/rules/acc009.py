@@ -9,7 +9,7 @@ import re
 
 from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
-from accumlint.analysis.calls import AnalysedModule
+from accumlint.analysis.calls import AnalysedModule, bound_arguments
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
@@ -112,15 +112,17 @@ def _helpers_manage_sync(call: Event, facts: ModuleFacts) -> bool:
 def _runs_the_model(model: str, inside: list[Stmt], scope: Scope, facts: ModuleFacts) -> bool:
     """The statements read the model, themselves or in a closure they call (`loss = _forward()`
     with `def _forward(): return loss_fn(model(x), y)` beside the loop)."""
+    def is_model(name: str) -> bool:
+        return name == model or name.startswith(model + ".")
+
     def reads(occurrences) -> bool:
-        return any(o.name == model or o.name.startswith(model + ".") for o in occurrences)
+        return any(is_model(o.name) for o in occurrences)
 
     if reads(o for o in scope.occurrences if o.stmt in inside):
         return True
     for site in scope.calls:
         if site.stmt in inside:
-            called = dotted(site.call.func) or ""
-            if called == model or called.startswith(model + "."):
+            if is_model(dotted(site.call.func) or ""):
                 return True  # `self.model(x)`: a called attribute is a call, not an occurrence
             callee = facts.analysed.resolver.resolve(site.call, scope)
             if callee is not None and callee.scope.parent is scope and reads(callee.scope.occurrences):
@@ -142,10 +144,8 @@ def _no_sync_model(call: ast.Call, scope: Scope, facts: ModuleFacts) -> Optional
             if inner[1] != ddp.NO_SYNC_CONTEXT or inner[0] is None:
                 continue
             name = dotted(inner[0])
-            params = callee.scope.params
-            if name in params:
-                index = params.index(name) - (1 if params and params[0] in {"self", "cls"} else 0)
-                argument = call.args[index] if 0 <= index < len(call.args) else None
+            if name in callee.scope.params:
+                argument = (bound_arguments(call, callee) or {}).get(name)
                 return dotted(argument) if argument is not None else None
             return name
     if _switches_sync_off(callee.scope):

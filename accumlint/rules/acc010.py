@@ -149,7 +149,7 @@ def _divisions_guarded(event, facts: ModuleFacts, k_names: set[str]) -> bool:
 def _through_sums(expr: ast.expr, at: Stmt, facts: ModuleFacts, depth: int = 0) -> list[Definition]:
     """The definitions `expr` holds at `at`, followed through copies and into the terms of a sum
     (`total = loss + rl_loss`)."""
-    found = facts.flow.definitions_reaching(expr, at)
+    found = list(facts.flow.definitions_reaching(expr, at))  # extended below: never the flow's own list
     if depth >= 3:
         return found
     for definition in list(found):
