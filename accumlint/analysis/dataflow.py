@@ -47,6 +47,8 @@ _NO_GRAPH_FUNCTIONS = {
 _ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
+# What `X.from_pretrained(...)` loads that is no module: its calls give token ids or features, no graph.
+_NOT_MODULE_CLASSES = ("Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor", "ImageProcessor", "Config")
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
 _NUMBER_BUILTINS = {"max", "min", "abs", "round", "pow"}
 # Classes that build a framework's objects (an accelerator, a scaler, an optimizer, a loader): neither
@@ -966,8 +968,10 @@ class DataFlow:
                 if definition.kind != "assign" or not isinstance(value, ast.Call):
                     continue
                 built = self.canonical(dotted(value.func) or "")
-                if built.startswith(("torch.nn.", "torchvision.models.")) or built.endswith(".from_pretrained"):
+                if built.startswith(("torch.nn.", "torchvision.models.")):
                     return True
+                if built.endswith(".from_pretrained") and not last_part(built[: -len(".from_pretrained")]).endswith(_NOT_MODULE_CLASSES):
+                    return True  # `AutoModel.from_pretrained(...)`, not `GPT2Tokenizer.from_pretrained(...)`
         return False
 
     def backward_roots(self, scope: Scope) -> set[int]:
