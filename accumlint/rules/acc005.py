@@ -12,7 +12,7 @@ from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import class_like, dotted, int_value, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
+from accumlint.analysis.exprs import class_like, dotted, int_value, is_true, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
@@ -27,6 +27,10 @@ NAME = "partial-window-dropped"
 SUMMARY = "the last micro-batches of each epoch never reach optimizer.step()"
 FIX: FixSafety = "sometimes"
 _ENDLESS = {"cycle", "repeat", "count", "islice"}
+# Keywords that ask a project dataset never to run out (`infinite=True`).
+_ENDLESS_SWITCHES = {"infinite", "endless"}
+# Calls that hand back what they are given, in order (`accelerator.prepare(model, opt, dl)`).
+_HANDING_BACK = {"prepare", "setup", "setup_dataloaders"}
 _PROGRESS_BARS = {"tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "track"}
 
 
@@ -53,22 +57,27 @@ def _chain_methods(expr: Optional[ast.expr]) -> Iterator[ast.Call]:
 def _endless_or_counted(source: ast.expr, scope: Scope, resolver: Resolver) -> bool:
     """A `tf.data` pipeline made endless by `.repeat()` (no count), or cut to a number of steps by
     `.take(n)`, or a project class whose `__iter__` never ends (`while True:` in a multi-task
-    loader), also handed to a wrapper (`PrefetchLoader(meta_loader)`): the epoch has no partial
-    window the code can see (followed through the names it was assigned from)."""
-    pending, seen, visited = [source], 0, set[object]()
-    while pending and seen < 8:
-        expr = pending.pop(0)
-        key = dotted(expr) or id(expr)  # a name is followed once, whichever statement reads it
+    loader) or that is asked not to (`ConstantLengthDataset(..., infinite=True)`), also handed to a
+    wrapper (`PrefetchLoader(meta_loader)`, `DataLoader(dataset)`): the epoch has no partial window
+    the code can see. Followed through the names it was assigned from, the loaders a `prepare`
+    call hands back, and the returns of the project function that built them."""
+    pending: list[tuple[ast.expr, Scope]] = [(source, scope)]
+    seen, visited = 0, set[object]()
+    while pending and seen < 12:
+        expr, at = pending.pop(0)
+        key = (dotted(expr), id(at)) if dotted(expr) else id(expr)  # a name is followed once per scope
         if key in visited:
             continue
         visited.add(key)
         seen += 1
         if isinstance(expr, ast.Call) and isinstance(expr.func, (ast.Name, ast.Attribute)):
-            if resolver.iterates_endlessly(expr):
+            if resolver.iterates_endlessly(expr) or any(
+                kw.arg in _ENDLESS_SWITCHES and is_true(kw.value) for kw in expr.keywords
+            ):
                 return True
             wrapped = positional(expr, 0)
             if isinstance(wrapped, (ast.Name, ast.Attribute, ast.Call)) and class_like(dotted(expr.func) or ""):
-                pending.append(wrapped)  # a wrapper iterates what it is given
+                pending.append((wrapped, at))  # a wrapper iterates what it is given
         for call in _chain_methods(expr):
             method = call.func.attr if isinstance(call.func, ast.Attribute) else ""
             if method == "repeat" and not call.args and not call.keywords or method == "take":
@@ -79,9 +88,37 @@ def _endless_or_counted(source: ast.expr, scope: Scope, resolver: Resolver) -> b
         name = dotted(root)
         if name is None:
             continue
-        for current in scope.sight():
-            pending.extend(d.value for d in current.definitions(name) if d.kind == "assign" and d.value is not None)
+        for current in at.sight():
+            for definition in current.definitions(name):
+                pending.extend(_made_from(definition, resolver))
     return False
+
+
+def _made_from(definition: Definition, resolver: Resolver) -> list[tuple[ast.expr, Scope]]:
+    """What a name was made from: an assignment's value and, where that calls a project function,
+    what the function returns (read in its scope; for `train_dl, eval_dl = make_loaders(args)` that
+    element of it); for `model, dl = accelerator.prepare(model, dl)` the argument in the same place."""
+    value = definition.value
+    found: list[tuple[ast.expr, Scope]] = []
+    if definition.kind == "assign" and value is not None:
+        found.append((value, definition.stmt.scope))
+    if definition.kind not in {"assign", "unpack"} or not isinstance(value, ast.Call):
+        return found
+    index = definition.index[0] if definition.kind == "unpack" and len(definition.index) == 1 else None
+    if definition.kind == "unpack" and index is None:
+        return found
+    if index is not None and isinstance(value.func, ast.Attribute) and value.func.attr in _HANDING_BACK:
+        argument = positional(value, index)
+        return [(argument, definition.stmt.scope)] if argument is not None else []
+    if class_like(dotted(value.func) or ""):
+        return found  # a class's instance: read above through what it wraps
+    callee = resolver.resolve(value, definition.stmt.scope)
+    for returned, stmt in callee.scope.returns if callee is not None else []:
+        if index is None:
+            found.append((returned, stmt.scope))
+        elif isinstance(returned, ast.Tuple) and index < len(returned.elts):
+            found.append((returned.elts[index], stmt.scope))
+    return found
 
 
 def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, int, Optional[ast.expr]]]:
