@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from accumlint.analysis.entries import gates_its_own_window, steps_each_optimizer
+from accumlint.analysis.entries import gates_its_own_window, runs_whole_window, steps_each_optimizer
 from accumlint.analysis.exprs import dotted, is_constant, last_part, literal_element, method_of
 from accumlint.frameworks import keras, lightning
 
@@ -378,7 +378,7 @@ class _Collector:
         self._block(node.body, inner, (), loops_inside, inner_no_grad)
         if loops_inside:
             loops_inside[0].last_order = self.order
-        elif _backward_outside_loops(inner) and gates_its_own_window(node):
+        elif (_backward_outside_loops(inner) and gates_its_own_window(node)) or runs_whole_window(node):
             # So does the project's own driver call a step method that keeps its window itself.
             _wrap_in_entry_loop(inner, node, param_stmt, first, self.order)
 

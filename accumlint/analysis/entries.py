@@ -1,10 +1,11 @@
-"""Entry methods: a function whose body is one micro-step of a window that it keeps itself.
+"""Entry methods: a function whose body is one iteration of a training loop out of sight.
 
 A `fit_batch`, `_run_batch` or `train_step` that runs backward on every call and steps the
 optimizer only under a `% k` (or counter) test is called once per micro-batch by whoever drives
-it, in this module or another one: its body is a loop iteration whose loop is out of sight. Read
-from the syntax alone, before any event is known, so that the collector can give such a body an
-implicit loop as it gives Lightning's `training_step` one.
+it, in this module or another one: its body is a loop iteration whose loop is out of sight. So is
+a `train_batch` that runs a whole window itself (`for j in range(k):` with the backward, then the
+step), called once per update. Read from the syntax alone, before any event is known, so that the
+collector can give such a body an implicit loop as it gives Lightning's `training_step` one.
 """
 
 from __future__ import annotations
@@ -96,3 +97,47 @@ def gates_its_own_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
             if _steps(node.body):
                 return True
     return False
+
+
+_MICRO_BATCH_SPLITS = frozenset({"chunk", "split", "tensor_split"})
+
+
+def _over_micro_batches(iterable: ast.expr) -> bool:
+    """`range(k)`, `range(0, k)`, `batch.chunk(k)`, and `enumerate`/`zip` of those."""
+    if not isinstance(iterable, ast.Call):
+        return False
+    func = iterable.func
+    name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
+    if name in {"enumerate", "zip"}:
+        return bool(iterable.args) and _over_micro_batches(iterable.args[0])
+    return name == "range" or name in _MICRO_BATCH_SPLITS
+
+
+def _unlooped(statements: list[ast.stmt]) -> Iterator[ast.AST]:
+    """Every node of these statements outside any loop, function or class; the loops themselves
+    are yielded, not walked into."""
+    stack: list[ast.AST] = list(reversed(statements))
+    while stack:
+        node = stack.pop()
+        yield node
+        if not isinstance(node, _LOOPS_AND_SCOPES):
+            stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def runs_whole_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A loop over micro-batches (`for j in range(k):`) that calls something on each of them, and
+    after it an optimizer step, both outside any other loop of the function: one update per call.
+    Whether the loop's calls run a backward is left to the events."""
+    nodes = list(_unlooped(function.body))
+    steps = [
+        node.lineno for node in nodes
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STEP_METHODS
+    ]
+    if not steps:
+        return False
+    return any(
+        isinstance(loop, (ast.For, ast.AsyncFor)) and _over_micro_batches(loop.iter)
+        and (loop.end_lineno or loop.lineno) < min(steps)
+        and any(isinstance(inner, ast.Call) for statement in loop.body for inner in ast.walk(statement))
+        for loop in nodes
+    )

@@ -12,6 +12,7 @@ import re
 from accumlint.analysis.calls import Callee, bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
+from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.pinned import k_is_one_on_way
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
@@ -709,8 +710,19 @@ def _carries_state(loop: Loop) -> bool:
             if not loop.contains(definition.stmt) or definition.kind not in {"assign", "unpack"}:
                 continue
             if isinstance(value, ast.Call) and any(name in names_in(arg) for arg in (*value.args, *(kw.value for kw in value.keywords))):
-                return True
+                if not _made_afresh(name, definition.stmt, loop):
+                    return True
     return False
+
+
+def _made_afresh(name: str, at: Stmt, loop: Loop) -> bool:
+    """`state = [h[part] for h in cache]` earlier in the same iteration, from other values: what
+    the call at `at` is given is no value the previous iteration made."""
+    base, updates = reaching(name, loop.scope, at.order, at)
+    return (
+        base is not None and not updates and base.kind == "assign" and base.value is not None
+        and loop.contains(base.stmt) and base.order < at.order and name not in names_in(base.value)
+    )
 
 
 def _continue_gates(loop: Loop, scope: Scope, events: list[Event]) -> list[tuple[Stmt, GateTest]]:

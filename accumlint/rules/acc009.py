@@ -637,6 +637,8 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     resolver = facts.analysed.resolver
     for sf in facts.scopes:
         for site in sf.scope.calls:
+            if site.stmt.no_grad:
+                continue  # `with torch.no_grad(): full_eval(model, ...)`: no backward runs there
             for value in sorted({name for a in _arguments(site.call) if (name := dotted(a)) is not None and name in models}):
                 wrapping = _wrapping_in_sight(value, sf.scope, facts)
                 if wrapping is None:
@@ -677,7 +679,7 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         if found or depth >= _MAX_HOPS:
             continue
         for site in reader.calls:
-            if any(dotted(argument) == handoff.name for argument in _arguments(site.call)):
+            if not site.stmt.no_grad and any(dotted(argument) == handoff.name for argument in _arguments(site.call)):
                 for onward in handoffs(site, handoff.name, module.resolver):
                     yield from _loops_reached(onward, facts, depth + 1)
 
