@@ -184,8 +184,22 @@ def data_names_in(expr: ast.AST) -> frozenset[str]:
     return frozenset(found)
 
 
+def keyed_name(node: ast.AST) -> Optional[str]:
+    """`conf["gradient_accumulation_steps"]` -> that text: a config entry read by its string key,
+    which a set of names may hold beside plain names (a k that lives in a dict)."""
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str):
+        holder = dotted(node.value)
+        if holder is not None:
+            return f'{holder}["{node.slice.value}"]'
+    return None
+
+
 def mentions(expr: ast.AST, names: set[str]) -> bool:
-    return bool(names_in(expr) & names)
+    if names_in(expr) & names:
+        return True
+    if not any(name.endswith('"]') for name in names):
+        return False
+    return any(keyed_name(node) in names for node in walk(expr) if isinstance(node, ast.Subscript))
 
 
 def call_name(call: ast.AST) -> str:

@@ -10,7 +10,7 @@ from accumlint.analysis import ModuleFacts, accumulators, settings
 from accumlint.analysis.collect import FOR_LOOPS, Definition, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, lightning_manual
-from accumlint.analysis.exprs import dotted, mentions, names_in
+from accumlint.analysis.exprs import dotted, keyed_name, mentions, names_in
 from accumlint.analysis.windows import k_aliases
 from accumlint.frameworks import Framework, deepspeed
 from accumlint.model import Fix, TextEdit, Violation
@@ -60,6 +60,11 @@ def _find_accum_names(facts: ModuleFacts) -> set[str]:
                 if definition.kind == "assign" and isinstance(definition.value, ast.Subscript):
                     if "accum" in facts.source.segment(definition.value).lower():
                         found.add(name)
+    for node in ast.walk(facts.collected.module) if "accum" in facts.source.text.lower() else ():
+        # `loss / conf["gradient_accumulation_steps"]`: the config entry read in place
+        keyed = keyed_name(node) if isinstance(node, ast.Subscript) else None
+        if keyed is not None and "accum" in keyed.lower():
+            found.add(keyed)
     return found
 
 
