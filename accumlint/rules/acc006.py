@@ -185,7 +185,44 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
             continue  # a module handed to a loss helper (`ic_loss(model)`), not a tensor
         if any(d.kind in {"assign", "unpack"} and facts.flow._definition_carries(d, 0) for d in definitions):
             return name
+        if _written_into_before(name, scope, outer):
+            return name
     return None
+
+
+def _written_into_before(name: str, scope: Scope, outer: Loop) -> bool:
+    """`targets[i, idx] += resid[i]` before the loop: an in-place write into the shared tensor of a
+    value not shown to be graph-free makes it part of a graph that every iteration's backward
+    may run through; whether it does is not in sight."""
+    for stmt in scope.stmts:
+        node = stmt.node
+        if stmt.order >= outer.header.order or outer.contains(stmt) or stmt.no_grad or not stmt.is_statement:
+            continue
+        if isinstance(node, ast.AugAssign):
+            targets, value = [node.target], node.value
+        elif isinstance(node, ast.Assign):
+            targets, value = node.targets, node.value
+        else:
+            continue
+        written = any(isinstance(t, ast.Subscript) and _root_name(t) == name for t in targets)
+        if written and not _plainly_graph_free(value):
+            return True
+    return False
+
+
+def _root_name(target: ast.expr) -> Optional[str]:
+    while isinstance(target, ast.Subscript):
+        target = target.value
+    return dotted(target)
+
+
+def _plainly_graph_free(value: ast.expr) -> bool:
+    """A number, or a value detached or read out as a number where it is written."""
+    if isinstance(value, ast.Constant):
+        return True
+    if isinstance(value, ast.Attribute) and value.attr == "data":
+        return True
+    return isinstance(value, ast.Call) and method_of(value)[1] in {"detach", "item", "tolist", "numpy"}
 
 
 def _holds_no_graph(definition: Definition, facts: ModuleFacts) -> bool:
@@ -242,8 +279,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             else:
                 if any(method_of(site.call)[1] == "grad" and outer.contains(site.stmt) for site in sf.scope.calls):
                     continue  # torch.autograd.grad in the same iteration may reuse the graph
-                if _graph_from_before(event, sf, facts, outer) is not None:
-                    continue  # the next iteration's backward goes through it again
+                if any(_graph_from_before(event, sf, facts, loop) is not None for loop in event.stmt.loops):
+                    continue  # the next iteration's backward (of this loop or an inner one) goes through it again
                 reason = "no later backward in the iteration goes through it"
                 removable = True
             chained = _chains(event, sf, facts, outer)
