@@ -11,7 +11,7 @@ collector can give such a body an implicit loop as it gives Lightning's `trainin
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from typing import Iterator, Optional
 
 _LOOPS_AND_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
@@ -102,14 +102,15 @@ def gates_its_own_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
 _MICRO_BATCH_SPLITS = frozenset({"chunk", "split", "tensor_split"})
 
 
-def _over_micro_batches(iterable: ast.expr) -> bool:
-    """`range(k)`, `range(0, k)`, `batch.chunk(k)`, and `enumerate`/`zip` of those."""
+def over_micro_batches(iterable: Optional[ast.expr]) -> bool:
+    """`range(k)`, `batch.chunk(k)`, `torch.split(x, n)`, and `zip`/`enumerate` of those."""
     if not isinstance(iterable, ast.Call):
         return False
     func = iterable.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
-    if name in {"enumerate", "zip"}:
-        return bool(iterable.args) and _over_micro_batches(iterable.args[0])
+    if name in {"zip", "enumerate"}:
+        walked = iterable.args[:1] if name == "enumerate" else iterable.args
+        return bool(walked) and all(over_micro_batches(arg) for arg in walked)
     return name == "range" or name in _MICRO_BATCH_SPLITS
 
 
@@ -136,7 +137,7 @@ def runs_whole_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     if not steps:
         return False
     return any(
-        isinstance(loop, (ast.For, ast.AsyncFor)) and _over_micro_batches(loop.iter)
+        isinstance(loop, (ast.For, ast.AsyncFor)) and over_micro_batches(loop.iter)
         and (loop.end_lineno or loop.lineno) < min(steps)
         and any(isinstance(inner, ast.Call) for statement in loop.body for inner in ast.walk(statement))
         for loop in nodes

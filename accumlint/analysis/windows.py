@@ -13,6 +13,7 @@ from accumlint.analysis.calls import Callee, bind_arguments, enclosing_class
 from accumlint.analysis.collect import FOR_LOOPS, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
 from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
@@ -1017,19 +1018,6 @@ class Dedented:
     assigned: Stmt
 
 
-_MICRO_BATCH_SPLITS = frozenset({"chunk", "split", "tensor_split"})
-
-
-def _micro_batches(iterable: Optional[ast.expr]) -> bool:
-    """`range(k)`, `batch.chunk(k)`, `torch.split(x, n)`, and `zip`/`enumerate` of those."""
-    if not isinstance(iterable, ast.Call):
-        return False
-    func = (dotted(iterable.func) or "").rsplit(".", 1)[-1]
-    if func in {"zip", "enumerate"}:
-        return bool(iterable.args) and all(_micro_batches(arg) for arg in iterable.args[:1 if func == "enumerate" else None])
-    return func == "range" or func in _MICRO_BATCH_SPLITS
-
-
 def _fetches_data(value: Optional[ast.expr]) -> bool:
     """`next(loader)`, `get_batch("train")`, also inside the call that uses it (`model(next(it))`)."""
     for node in ast.walk(value) if value is not None else ():
@@ -1076,7 +1064,7 @@ def dedented_backwards(scope: Scope, events: list[Event]) -> list[Dedented]:
         inner = first.stmt.loop
         if (
             inner is None or inner.parent is not outer or not isinstance(inner.node, FOR_LOOPS)
-            or inner.last_order >= event.order or not _micro_batches(inner.iter_expr)
+            or inner.last_order >= event.order or not over_micro_batches(inner.iter_expr)
             or any(d.stmt.loop is not inner for d in definitions)
         ):
             continue

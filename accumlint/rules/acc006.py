@@ -198,6 +198,7 @@ def _written_into_before(name: str, scope: Scope, outer: Loop) -> bool:
         node = stmt.node
         if stmt.order >= outer.header.order or outer.contains(stmt) or stmt.no_grad or not stmt.is_statement:
             continue
+        targets: list[ast.expr]
         if isinstance(node, ast.AugAssign):
             targets, value = [node.target], node.value
         elif isinstance(node, ast.Assign):
