@@ -316,9 +316,13 @@ def _built_for_ddp(owner: str, facts: ModuleFacts) -> bool:
 
 
 def _names_ddp(call: ast.Call, roles: Roles) -> bool:
-    """`DistributedDataParallelKwargs(...)`, `DDPStrategy(...)`, `Fabric(strategy="ddp")`."""
+    """`DistributedDataParallelKwargs(...)`, `DDPStrategy(...)`, `Fabric(strategy="ddp")`, also a
+    `partial(DistributedDataParallelKwargs, ...)` that builds one later."""
     if last_part(roles.canonical(dotted(call.func))) in _DDP_LAUNCH_CLASSES:
         return True
+    if last_part(roles.canonical(dotted(call.func))) == "partial" and call.args:
+        if last_part(roles.canonical(dotted(call.args[0]))) in _DDP_LAUNCH_CLASSES:
+            return True
     strategy = keyword(call, "strategy")
     return (
         isinstance(strategy, ast.Constant) and isinstance(strategy.value, str)
