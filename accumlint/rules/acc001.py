@@ -15,7 +15,7 @@ from accumlint.analysis.exprs import dotted, names_in
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import ambiguous_tensor, framework_divides, micro_step_zeroings, rescales_grads
+from accumlint.rules.common import ambiguous_tensor, checking_test_loop, framework_divides, micro_step_zeroings, rescales_grads
 from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
@@ -170,6 +170,13 @@ def _accumulated(facts: ModuleFacts) -> Iterator[Violation]:
             )
 
 
+def _checked_by_a_test(scope, window, path) -> bool:
+    """A test function whose accumulating loop asserts something each iteration (dtypes, that the
+    parameters moved): it exercises the code, and the size of the update is not what it checks."""
+    loop = window.step_loop
+    return checking_test_loop(scope, [s for s in scope.stmts if loop.contains(s)], path)
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     src = facts.source
     yield from _accumulated(facts)
@@ -179,7 +186,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         for window, event in sf.micro_step_backwards():
             if event.call is None or event.tensor is None or framework_divides(event, facts.roles):
                 continue
-            if ambiguous_tensor(event):
+            if ambiguous_tensor(event) or _checked_by_a_test(sf.scope, window, facts.analysed.path):
                 continue
             if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
                 continue  # the gradients are handed back, not added up: the accumulators decide

@@ -308,7 +308,7 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     stmts = [s for s in scope.stmts if loop.contains(s)]
     calls = [site for site in scope.calls if loop.contains(site.stmt)]
     direct = [e for e in in_loop if e.helper is None]
-    if _runs_once(loop, stmts) or checking_test_loop(scope, stmts) or _timed_measurement(scope, loop):
+    if _runs_once(loop, stmts) or checking_test_loop(scope, stmts, facts.analysed.path) or _timed_measurement(scope, loop):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
         yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
+from typing import Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.calls import AnalysedModule
@@ -115,13 +117,14 @@ def place_in(module: AnalysedModule, node: ast.AST) -> str:
     return f"{name}:{getattr(node, 'lineno', '?')}"
 
 
-def checking_test_loop(scope: Scope, stmts: list[Stmt]) -> bool:
-    """A test function (`def test_...`) whose loop checks something on every iteration (`assert
+def checking_test_loop(scope: Scope, stmts: list[Stmt], path: Optional[Path] = None) -> bool:
+    """A test function (`def test_...`, or any function of a test module: `test_x.py`'s
+    `_check_mixed_precision`) whose loop checks something on every iteration (`assert
     out_1.allclose(out_2)`, `torch.testing.assert_close(...)`): an exercise of the code (twins
     trained in lockstep, a backward run per dtype), not a training run: what the loop costs or how
     its gradients add up changes nothing it checks. A training script's own `assert
     torch.isfinite(loss)` does not count: it is no test function."""
-    if not scope.name.startswith("test"):
+    if not scope.name.startswith("test") and not (path is not None and _test_module(path)):
         return False
     for stmt in stmts:
         if isinstance(stmt.node, ast.Assert):
@@ -130,3 +133,8 @@ def checking_test_loop(scope: Scope, stmts: list[Stmt]) -> bool:
         if isinstance(call, ast.Call) and (last_part(dotted(call.func)) or "").lower().startswith("assert"):
             return True
     return False
+
+
+def _test_module(path: Path) -> bool:
+    """`test_x.py` or `x_test.py` (a folder's name says nothing: a project may live under one)."""
+    return path.name.startswith("test_") or path.stem.endswith("_test")
