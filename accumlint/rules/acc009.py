@@ -185,7 +185,7 @@ def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Viola
                 forward_outside = not _runs_the_model(model, inside, sf.scope, facts)
             else:  # modules unknown: only a block that holds nothing but the backward shows it
                 forward_outside = {id(s) for s in inside} <= {id(e.stmt) for e in backward}
-            if not forward_outside:
+            if not forward_outside or (model and _forward_under_no_sync_before(model, header, sf.scope, facts)):
                 continue
             context = f"`{facts.source.segment(item.context_expr)}`"
             if not model:
@@ -200,6 +200,24 @@ def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Viola
                 f"micro-step still all-reduces; put the forward inside it too",
                 node,
             )
+
+
+def _forward_under_no_sync_before(model: str, header: Stmt, scope: Scope, facts: ModuleFacts) -> bool:
+    """`with model.no_sync(): outputs = model(**inputs)` earlier in the same loop iteration (on
+    the same non-final micro-steps): the forward was already run with sync off, and entering
+    `no_sync()` again around the backward is redundant, not a backward-only switch."""
+    loop = header.loop
+    for other in scope.stmts:
+        node = other.node
+        if other is header or not isinstance(node, WITHS) or not other.is_statement or other.order > header.order:
+            continue
+        if loop is None or other.loop is not loop:
+            continue
+        for item in node.items:
+            if isinstance(item.context_expr, ast.Call) and _no_sync_model(item.context_expr, scope, facts) == model:
+                if _runs_the_model(model, [s for s in scope.stmts if s.within(node)], scope, facts):
+                    return True
+    return False
 
 
 def _flag_after_forward(sf: ScopeFacts) -> Iterator[Violation]:
