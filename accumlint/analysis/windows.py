@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
-from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_string, mentions, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
 
 
@@ -107,17 +107,22 @@ class Window:
                 return False
         if any(e.stmt.path == stmt.path for e in self.other_steps):
             return False  # `backward(); optimizer.step(); zero_grad()` in one block: an update of its own, not the window's
+        if self._under_test_in_loop(stmt, lambda test: False, handlers=True):
+            return False  # `except StopIteration:` (the data restarts): runs when something fails, not every micro-step
         return not (
             self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
             or self._gated_once_per_window(stmt) or self._flag_gated(stmt) or self._periodic(stmt)
         )
 
-    def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool]) -> bool:
-        """In the body of an `if`, inside the micro-loop, whose test `holds`."""
+    def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool], handlers: bool = False) -> bool:
+        """In the body of an `if`, inside the micro-loop, whose test `holds` (or, with `handlers`,
+        in an `except` clause inside the micro-loop)."""
         inside = False
         for node, branch in stmt.path:
             inside = inside or node is self.micro_loop.node
             if inside and isinstance(node, ast.If) and branch == "body" and holds(node.test):
+                return True
+            if inside and handlers and isinstance(node, ast.ExceptHandler):
                 return True
         return False
 
