@@ -325,8 +325,49 @@ def parse_gate(
         value = _flag_value(test.id, scope, at)
         if value is not None:
             flagged = parse_gate(value, scope, at, depth + 1, helpers)
+            if flagged is None and isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                flagged = _switched_flag(test.id, scope, at, depth, helpers)
             return replace(flagged, flag=test.id) if flagged is not None else None
     return None
+
+
+def _switched_flag(
+    name: str, scope: Scope, at: int, depth: int, helpers: Optional[HelperGates]
+) -> Optional[GateTest]:
+    """`update = True` / `if k > 1:` / `if i == 0: update = False` / `elif i % k == 0 or last:
+    update = True` / `else: update = False`: a flag set to constants whose every True, once k is
+    above 1, sits under a window test: the gate is that test. A True set before the `if` on k, the
+    default of a run without accumulation, is overwritten on every way through it."""
+    definitions = [d for d in scope.definitions(name) if d.order < at]
+    if not definitions or any(
+        d.kind != "assign" or not (isinstance(d.value, ast.Constant) and isinstance(d.value.value, bool))
+        for d in definitions
+    ):
+        return None
+    gates: list[GateTest] = []
+    defaults = []
+    for definition in (d for d in definitions if d.value is not None and getattr(d.value, "value", None) is True):
+        gate = None
+        for node, branch in reversed(definition.stmt.path):
+            if isinstance(node, ast.If) and branch == "body":
+                gate = parse_gate(node.test, scope, definition.order, depth + 1, helpers)
+                break
+        if gate is not None and gate.positive:
+            gates.append(gate)
+        else:
+            defaults.append(definition)
+    if len(gates) != 1:
+        return None
+    overwriting = [d for d in definitions if d.value is not None and getattr(d.value, "value", None) is False]
+    for default in defaults:
+        # the default must be followed, on the same path, by an `if` on k whose branches set the flag
+        later = [d for d in definitions if d.order > default.order and d.stmt.path[: len(default.stmt.path)] == default.stmt.path]
+        if not later or not overwriting or any(d.order < default.order for d in later):
+            return None
+        first_if = next((node for node, _ in later[0].stmt.path[len(default.stmt.path):] if isinstance(node, ast.If)), None)
+        if first_if is None or not mentions(first_if.test, names_in(gates[0].k)):
+            return None
+    return gates[0]
 
 
 def _last_window_index(test: ast.Compare) -> Optional[GateTest]:

@@ -485,8 +485,17 @@ def _wrapped_models_in(loop: Loop, scope: Scope, facts: ModuleFacts, models: set
     return [
         name for name in used
         if (name in aliases or _wrapping_in_sight(name, scope, facts) is not None)
-        and not _only_graph_free_forwards(name, loop, scope)
+        and not _only_graph_free_forwards(name, loop, scope) and not _forward_past_the_wrapper(name, loop, scope)
     ]
+
+
+def _forward_past_the_wrapper(name: str, loop: Loop, scope: Scope) -> bool:
+    """`self.model.module.train_step(batch)` under `if distributed:`: the loop reaches the model's
+    methods through `.module`, never calling the wrapper itself (`model(x)`, `model.forward(x)`),
+    so DDP's forward never runs and there is no all-reduce to switch off (nor any at all)."""
+    calls = [dotted(site.call.func) or "" for site in scope.calls if loop.contains(site.stmt)]
+    through_module = any(call.startswith(name + ".module.") for call in calls)
+    return through_module and not any(call in {name, name + ".forward"} for call in calls)
 
 
 def _wrapping_of(name: str, scope: Scope, facts: ModuleFacts) -> Optional[Definition]:
