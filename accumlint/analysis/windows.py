@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
-from accumlint.analysis.exprs import dotted, int_value, is_string, mentions, names_in, ordered, plus_constant, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
 
 
@@ -365,7 +365,7 @@ def _switched_flag(
         if not later or not overwriting or any(d.order < default.order for d in later):
             return None
         first_if = next((node for node, _ in later[0].stmt.path[len(default.stmt.path):] if isinstance(node, ast.If)), None)
-        if first_if is None or not mentions(first_if.test, names_in(gates[0].k)):
+        if first_if is None or not names_in(first_if.test) & names_in(gates[0].k):
             return None
     return gates[0]
 
