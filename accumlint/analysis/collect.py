@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from accumlint.analysis.entries import gates_its_own_window, runs_whole_window, steps_each_optimizer
+from accumlint.analysis.entries import STEP_METHODS, gates_its_own_window, runs_whole_window, steps_each_optimizer
 from accumlint.analysis.exprs import dotted, is_constant, last_part, literal_element, method_of
 from accumlint.frameworks import keras, lightning
 
@@ -247,6 +247,15 @@ def _backward_outside_loops(scope: Scope) -> bool:
     )
 
 
+def _step_after_a_loop(scope: Scope) -> bool:
+    """A `.step(...)` call of this function outside its loops, and a loop of it: read from what
+    was collected, so that most functions are not walked again."""
+    return any(loop.parent is None for loop in scope.loops) and any(
+        not site.stmt.loops and isinstance(site.call.func, ast.Attribute) and site.call.func.attr in STEP_METHODS
+        for site in scope.calls
+    )
+
+
 def _wrap_in_entry_loop(scope: Scope, node: FunctionNode, header: Stmt, first: int, last: int) -> None:
     """Make the collected body of `scope` one iteration of an implicit loop (see entries.py)."""
     hook = Loop(node=node, header=header, scope=scope, parent=None, implicit=True, entry=True)
@@ -378,7 +387,9 @@ class _Collector:
         self._block(node.body, inner, (), loops_inside, inner_no_grad)
         if loops_inside:
             loops_inside[0].last_order = self.order
-        elif (_backward_outside_loops(inner) and gates_its_own_window(node)) or runs_whole_window(node):
+        elif (_backward_outside_loops(inner) and gates_its_own_window(node)) or (
+            _step_after_a_loop(inner) and runs_whole_window(node)
+        ):
             # So does the project's own driver call a step method that keeps its window itself.
             _wrap_in_entry_loop(inner, node, param_stmt, first, self.order)
 

@@ -15,7 +15,7 @@ from typing import Iterator, Optional
 
 _LOOPS_AND_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
-_STEP_METHODS = frozenset({"step", "optimizer_step", "apply_gradients"})
+STEP_METHODS = frozenset({"step", "optimizer_step", "apply_gradients"})
 
 
 def _outside_loops(statements: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -43,7 +43,7 @@ def steps_each_optimizer(loop: ast.AST) -> bool:
         return False
     target = loop.target.id
     for node in _outside_loops(loop.body):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STEP_METHODS:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STEP_METHODS:
             receiver = node.func.value
             if (isinstance(receiver, ast.Name) and receiver.id == target) or any(
                 isinstance(arg, ast.Name) and arg.id == target for arg in node.args
@@ -55,7 +55,7 @@ def steps_each_optimizer(loop: ast.AST) -> bool:
 def _steps(statements: list[ast.stmt]) -> bool:
     """An optimizer step among these statements, outside loops or in a loop over optimizers."""
     nodes = list(_outside_loops(statements))
-    return _method_calls(iter(nodes), _STEP_METHODS) or any(steps_each_optimizer(node) for node in nodes)
+    return _method_calls(iter(nodes), STEP_METHODS) or any(steps_each_optimizer(node) for node in nodes)
 
 
 def _window_test(test: ast.expr) -> bool:
@@ -132,7 +132,7 @@ def runs_whole_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     nodes = list(_unlooped(function.body))
     steps = [
         node.lineno for node in nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _STEP_METHODS
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STEP_METHODS
     ]
     if not steps:
         return False
