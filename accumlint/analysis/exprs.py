@@ -184,6 +184,17 @@ def data_names_in(expr: ast.AST) -> frozenset[str]:
     return frozenset(found)
 
 
+def subscript_holder(target: ast.expr) -> Optional[str]:
+    """`curve[step]`, `sums[name]`, `self.meters["loss"][i]`: the container a subscript store lands
+    in (None for anything but a subscript of a name)."""
+    if not isinstance(target, ast.Subscript):
+        return None
+    base: ast.expr = target
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    return dotted(base)
+
+
 def keyed_name(node: ast.AST) -> Optional[str]:
     """`conf["gradient_accumulation_steps"]` -> that text: a config entry read by its string key,
     which a set of names may hold beside plain names (a k that lives in a dict)."""

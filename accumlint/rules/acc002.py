@@ -12,7 +12,7 @@ from accumlint.analysis.calls import Callee
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, subscript_holder, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
@@ -25,16 +25,6 @@ SUMMARY = "a running total or list keeps every step's autograd graph alive"
 FIX: FixSafety = "sometimes"
 _COLLECTING = {"append", "add_", "extend", "insert"}
 _CONTAINERS = (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
-
-
-def _subscript_holder(target: ast.expr) -> Optional[str]:
-    """`curve[step]`, `sums[name]`, `self.meters["loss"][i]`: the container the store lands in."""
-    if not isinstance(target, ast.Subscript):
-        return None
-    base: ast.expr = target
-    while isinstance(base, ast.Subscript):
-        base = base.value
-    return dotted(base)
 
 
 def _stored_by_index(stmt: Stmt) -> bool:
@@ -64,12 +54,12 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
             continue
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
-            holder = _subscript_holder(target)
+            holder = subscript_holder(target)
             # `losses["d"] = d_loss` overwrites one slot every iteration: it cannot grow.
             if holder and not (isinstance(target, ast.Subscript) and isinstance(target.slice, ast.Constant)):
                 yield holder, node.value, stmt
         elif isinstance(node, ast.AugAssign) and isinstance(node.op, (ast.Add, ast.Sub)):
-            holder = _subscript_holder(node.target)
+            holder = subscript_holder(node.target)
             if holder:
                 yield holder, node.value, stmt
     for site in scope.calls:

@@ -14,7 +14,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import checking_test_loop
 from accumlint.rules.edits import remove_keyword
@@ -205,16 +205,10 @@ def _written_into_before(name: str, scope: Scope, outer: Loop) -> bool:
             targets, value = node.targets, node.value
         else:
             continue
-        written = any(isinstance(t, ast.Subscript) and _root_name(t) == name for t in targets)
+        written = any(subscript_holder(t) == name for t in targets)
         if written and not _plainly_graph_free(value):
             return True
     return False
-
-
-def _root_name(target: ast.expr) -> Optional[str]:
-    while isinstance(target, ast.Subscript):
-        target = target.value
-    return dotted(target)
 
 
 def _plainly_graph_free(value: ast.expr) -> bool:
