@@ -4,7 +4,7 @@ and which statements run every micro-step versus once per window."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterable, Optional, cast
+from typing import Callable, Iterable, Iterator, Optional, cast
 
 import ast
 import re
@@ -107,24 +107,31 @@ class Window:
                 return False
         if any(e.stmt.path == stmt.path for e in self.other_steps):
             return False  # `backward(); optimizer.step(); zero_grad()` in one block: an update of its own, not the window's
-        if self._under_test_in_loop(stmt, lambda test: False, handlers=True):
+        if self._in_handler_in_loop(stmt):
             return False  # `except StopIteration:` (the data restarts): runs when something fails, not every micro-step
         return not (
             self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
             or self._gated_once_per_window(stmt) or self._flag_gated(stmt) or self._periodic(stmt)
         )
 
-    def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool], handlers: bool = False) -> bool:
-        """In the body of an `if`, inside the micro-loop, whose test `holds` (or, with `handlers`,
-        in an `except` clause inside the micro-loop)."""
+    def _inside_the_loop(self, stmt: Stmt) -> Iterator[tuple[ast.AST, str]]:
+        """The blocks around `stmt` from the micro-loop inwards."""
         inside = False
         for node, branch in stmt.path:
             inside = inside or node is self.micro_loop.node
-            if inside and isinstance(node, ast.If) and branch == "body" and holds(node.test):
-                return True
-            if inside and handlers and isinstance(node, ast.ExceptHandler):
-                return True
-        return False
+            if inside:
+                yield node, branch
+
+    def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool]) -> bool:
+        """In the body of an `if`, inside the micro-loop, whose test `holds`."""
+        return any(
+            isinstance(node, ast.If) and branch == "body" and holds(node.test)
+            for node, branch in self._inside_the_loop(stmt)
+        )
+
+    def _in_handler_in_loop(self, stmt: Stmt) -> bool:
+        """In an `except` clause inside the micro-loop."""
+        return any(isinstance(node, ast.ExceptHandler) for node, _ in self._inside_the_loop(stmt))
 
     def _once_per_loop(self, stmt: Stmt) -> bool:
         """In the block of `if step == 0:` (the micro-loop's own index equal to a number, alone or
@@ -339,14 +346,12 @@ def _switched_flag(
     above 1, sits under a window test: the gate is that test. A True set before the `if` on k, the
     default of a run without accumulation, is overwritten on every way through it."""
     definitions = [d for d in scope.definitions(name) if d.order < at]
-    if not definitions or any(
-        d.kind != "assign" or not (isinstance(d.value, ast.Constant) and isinstance(d.value.value, bool))
-        for d in definitions
-    ):
+    values = {id(d): d.value.value for d in definitions if d.kind == "assign" and isinstance(d.value, ast.Constant)}
+    if not definitions or len(values) != len(definitions) or not all(isinstance(v, bool) for v in values.values()):
         return None
     gates: list[GateTest] = []
     defaults = []
-    for definition in (d for d in definitions if d.value is not None and getattr(d.value, "value", None) is True):
+    for definition in (d for d in definitions if values[id(d)] is True):
         gate = None
         for node, branch in reversed(definition.stmt.path):
             if isinstance(node, ast.If) and branch == "body":
@@ -358,11 +363,11 @@ def _switched_flag(
             defaults.append(definition)
     if len(gates) != 1:
         return None
-    overwriting = [d for d in definitions if d.value is not None and getattr(d.value, "value", None) is False]
+    overwritten = any(value is False for value in values.values())
     for default in defaults:
         # the default must be followed, on the same path, by an `if` on k whose branches set the flag
         later = [d for d in definitions if d.order > default.order and d.stmt.path[: len(default.stmt.path)] == default.stmt.path]
-        if not later or not overwriting or any(d.order < default.order for d in later):
+        if not later or not overwritten:
             return None
         first_if = next((node for node, _ in later[0].stmt.path[len(default.stmt.path):] if isinstance(node, ast.If)), None)
         if first_if is None or not names_in(first_if.test) & names_in(gates[0].k):
