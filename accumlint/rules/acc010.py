@@ -138,13 +138,17 @@ def _division_kept_from(event) -> bool:
     return False
 
 
-def _divisions_guarded(event, facts: ModuleFacts, k_names: set[str]) -> bool:
+def _hand_divisions(event, facts: ModuleFacts, k_names: set[str]) -> list[Definition]:
+    """The definitions on the way to the backward's tensor (through sums) that divide by k."""
+    return [d for d in _through_sums(event.tensor, event.stmt, facts) if _divides_by_k(d, k_names)]
+
+
+def _divisions_guarded(event, dividing: list[Definition]) -> bool:
     """`if k > 1 and not self.deepspeed: loss = loss / k`, then `total = loss + aux` and
     `self.deepspeed.backward(total)`: every hand division on the way sits under a test of the
     engine itself, so the two never meet."""
     if event.receiver is None:
         return False
-    dividing = [d for d in _through_sums(event.tensor, event.stmt, facts) if _divides_by_k(d, k_names)]
     return bool(dividing) and all(
         any(isinstance(node, ast.If) and event.receiver in names_in(node.test) for node, _ in d.stmt.path)
         for d in dividing
@@ -175,11 +179,10 @@ def _divides_by_k(definition, k_names: set[str]) -> bool:
     return definition.kind == "assign" and any(isinstance(node, ast.BinOp) and _k_division(node, k_names) is not None for node in ast.walk(value))
 
 
-def _chosen_apart(event, facts: ModuleFacts, k_names: set[str]) -> bool:
+def _chosen_apart(event, dividing: list[Definition], k_names: set[str]) -> bool:
     """`if not args.deepspeed: loss /= k` and later, maybe in a called function, `if args.deepspeed:
     model.backward(loss)`: one setting chooses between the hand division and the framework's
     backward, so the two never run together."""
-    dividing = [d for d in _through_sums(event.tensor, event.stmt, facts) if _divides_by_k(d, k_names)]
     return bool(dividing) and all(settings.apart(event.stmt, d.stmt, frozenset(k_names)) for d in dividing)
 
 
@@ -282,8 +285,10 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if event.kind != BACKWARD or event.helper or event.tensor is None:
                 continue
             k_names = _framework_k(event, facts)
-            if k_names and not _division_kept_from(event) and not _chosen_apart(event, facts, k_names) \
-                    and not _divisions_guarded(event, facts, k_names):
+            if not k_names or _division_kept_from(event):
+                continue
+            dividing = _hand_divisions(event, facts, k_names)
+            if not _chosen_apart(event, dividing, k_names) and not _divisions_guarded(event, dividing):
                 scaling = facts.flow.scaling(event.tensor, event.stmt, k_names)
                 if not scaling.unknown and scaling.k_divisions >= 1:
                     seen.add(id(event.call))
