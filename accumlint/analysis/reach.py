@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Optional
 
 from accumlint.analysis.calls import AnalysedModule
-from accumlint.analysis.events import Event, EventKind
+from accumlint.analysis.events import STEP, Event, EventKind
 
 _MAX_DEPTH = 6
 
@@ -52,3 +52,12 @@ def reached(call: Event, kind: EventKind, depth: int = 0, above: tuple[Event, ..
             continue
         step = Event(kind, site.stmt, site.call, None, helper=inner.scope.name, callee=inner)
         yield from reached(step, kind, depth + 1, chain)
+
+
+def scaler_stepped_in(step: Event) -> Optional[str]:
+    """The GradScaler a called step function steps (`self.optimizer_step()` running
+    `self.scaler.step(self.optim)`), when every step it reaches goes through one."""
+    if step.callee is None:
+        return None
+    scalers = {found.event.scaler for found in reached(step, STEP)}
+    return scalers.pop() if len(scalers) == 1 and None not in scalers else None

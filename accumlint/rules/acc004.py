@@ -7,7 +7,8 @@ from typing import Callable, Iterator, Optional
 from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.calls import Callee
 from accumlint.analysis.facts import ScopeFacts
-from accumlint.analysis.reach import reached
+from accumlint.analysis.reach import reached, scaler_stepped_in
+from accumlint.analysis.windows import Window
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
@@ -67,6 +68,18 @@ def _scaler_behind(backward: Event) -> Optional[str]:
     return scalers.pop()
 
 
+def _scaled_backward_before(
+    clip: Event, events: list[Event], region: Callable[[Stmt], bool], scaler: Optional[str]
+) -> bool:
+    """A backward through `scaler` runs before the clip, on its branch: the gradients it clips
+    are scaled ones, whatever the called step function does with them later."""
+    return scaler is not None and any(
+        e.kind == BACKWARD and e.order < clip.order and region(e.stmt) and e.stmt.compatible(clip.stmt)
+        and _scaler_behind(e) == scaler
+        for e in events
+    )
+
+
 def _last_exclusive(events: list[Event]) -> list[Event]:
     """The last event and those just before it on branches that exclude it and one another
     (`if scaler: scaler.scale(loss).backward() else: loss.backward()`): what reaches the next
@@ -79,6 +92,16 @@ def _last_exclusive(events: list[Event]) -> list[Event]:
             break
         last.append(event)
     return last
+
+
+def _unscaled_each_micro_step(window: Window, clip: Event, unscales: list[Event], events: list[Event]) -> bool:
+    """`scaler.unscale_(opt); clip(...)` after every backward of an accumulation window: a GradScaler
+    allows one `unscale_` per optimizer between updates, so the second micro-step raises."""
+    if window.reporting_gate or window.other_steps or not window.every_micro_step(clip.stmt):
+        return False
+    if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+        return False
+    return any(window.every_micro_step(u.stmt) for u in unscales)
 
 
 def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
@@ -139,12 +162,14 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             # The GradScaler step this clip precedes, on the same branch (AMP and non-AMP paths differ).
             scaler_steps = [
                 e for e in sf.events
-                if e.kind == STEP and e.scaler and e.order > clip.order and region(e.stmt)
+                if e.kind == STEP and e.order > clip.order and region(e.stmt)
                 and e.stmt.compatible(clip.stmt) and not settings.apart(clip.stmt, e.stmt)
+                and (e.scaler or _scaled_backward_before(clip, sf.events, region, scaler_stepped_in(e)))
             ]
             if not scaler_steps:
                 continue
             step = scaler_steps[0]
+            scaler = step.scaler or scaler_stepped_in(step)
             window = next((w for w in sf.windows if w.step_loop.contains(clip.stmt)), None)
             clip_in_block = window is None or window.in_step_block(clip.stmt)
             unscales = [
@@ -157,14 +182,20 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 if u.order < clip.order
                 and (window is None or window.in_step_block(u.stmt) == clip_in_block)
             ]
-            if good:
+            if good and (clip_in_block or window is None or not _unscaled_each_micro_step(window, clip, good, sf.events)):
                 continue
-            if not clip_in_block:
+            if good:
+                reason = (
+                    f"and `{scaler}.unscale_()` run on every micro-step while the step runs once per window: "
+                    f"the second `unscale_()` before `{scaler}.step()` raises, and each clip rescales a partial sum; "
+                    f"unscale and clip in the step block, before the step"
+                )
+            elif not clip_in_block:
                 reason = "runs every micro-step, on partial gradients the GradScaler still multiplies"
             elif unscales and all(u.order > clip.order for u in unscales):
-                reason = f"comes before `{step.scaler}.unscale_()`: it clips scaled gradients"
+                reason = f"comes before `{scaler}.unscale_()`: it clips scaled gradients"
             else:
-                reason = f"runs on scaled gradients: `{step.scaler}.unscale_()` is not called before it"
+                reason = f"runs on scaled gradients: `{scaler}.unscale_()` is not called before it"
             # One `unscale_` per optimizer and step: a second one raises. An earlier clip before the
             # same step carries the insertion, which then precedes this clip too.
             earlier_clip = any(
@@ -175,13 +206,13 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             )
             fix = None
             if clip_in_block and step.optimizer and clip.stmt.is_statement and not earlier_clip:
-                insertion = insert_before(facts.source, clip.stmt.node, [f"{step.scaler}.unscale_({step.optimizer})"])
+                insertion = insert_before(facts.source, clip.stmt.node, [f"{scaler}.unscale_({step.optimizer})"])
                 edits = [insertion]
                 for u in unscales:
                     edits.append(None if u.stmt.node is clip.stmt.node else remove(facts.source, u.stmt.node, u.stmt.block))
                 if all(e is not None for e in edits):
                     fix = Fix(
-                        f"Call `{step.scaler}.unscale_({step.optimizer})` right before clipping",
+                        f"Call `{scaler}.unscale_({step.optimizer})` right before clipping",
                         "safe",
                         tuple(e for e in edits if e is not None),
                     )

@@ -5,9 +5,10 @@ from __future__ import annotations
 import ast
 from typing import Iterator
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, settings
 from accumlint.frameworks import torch_core
-from accumlint.analysis.events import BACKWARD, CLIP, UNSCALE, Event
+from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
+from accumlint.analysis.reach import scaler_stepped_in
 from accumlint.analysis.exprs import dotted, keyword, positional
 from accumlint.analysis.windows import Window
 from accumlint.model import Violation
@@ -48,15 +49,19 @@ def _clip_calls(event: Event) -> list[ast.Call]:
     return [e.call for e in inner if e.kind == CLIP and e.call is not None]
 
 
-def _scaled(window: Window, events: list[Event]) -> bool:
-    """A GradScaler window: a clip there is ACC004's to judge (scaled or unscaled every micro-step)."""
-    if window.step.scaler is not None:
-        return True
-    return any(e.kind == UNSCALE and window.micro_loop.contains(e.stmt) for e in events)
+def _scaled(window: Window, clip: Event, events: list[Event]) -> bool:
+    """A clip on a GradScaler path (the scaler steps or unscales on a branch that can run with it) is
+    ACC004's to judge; a clip on the plain branch of `if amp: ... else: ...` is this rule's."""
+    on_path = [window.step, *(e for e in events if window.micro_loop.contains(e.stmt))]
+    return any(
+        (e.kind == UNSCALE or (e.kind == STEP and (e.scaler or scaler_stepped_in(e))))
+        and e.stmt.compatible(clip.stmt) and not settings.apart(clip.stmt, e.stmt)
+        for e in on_path
+    )
 
 
 def _clips_each_micro_step(facts: ModuleFacts, window: Window, events: list[Event]) -> list[Event]:
-    if window.reporting_gate or window.other_steps or _scaled(window, events):
+    if window.reporting_gate or window.other_steps:
         return []  # not an accumulation window, or another optimizer steps every micro-step
     if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
         return []
@@ -65,6 +70,7 @@ def _clips_each_micro_step(facts: ModuleFacts, window: Window, events: list[Even
         if e.kind == CLIP and window.every_micro_step(e.stmt)
         and not under_accumulate(e.stmt, facts) and not bail_out(e.stmt)
         and not any(_measures_only(call) for call in _clip_calls(e))
+        and not _scaled(window, e, events)
     ]
 
 
