@@ -169,6 +169,13 @@ def _factor(number: Optional[float], divides: bool) -> Optional[float]:
     return 1 / number if divides else number
 
 
+def _choices(value: ast.expr) -> list[ast.expr]:
+    """The values a conditional expression can take (`a if c else b if d else e`)."""
+    if isinstance(value, ast.IfExp):
+        return [*_choices(value.body), *_choices(value.orelse)]
+    return [value]
+
+
 def _alternatives(results: list[Scaling]) -> Scaling:
     """The loss on its way to backward when it comes from one of several branches: unscaled when
     one branch is shown unscaled (every path must be scaled), scaled when all are alike, else unknown."""
@@ -572,9 +579,33 @@ class DataFlow:
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
         """The return values of the function the call runs, with the data flow of its module."""
         callee = self.resolver.resolve(call, at.scope) or self._module_forward(call, at)
-        if callee is None or not callee.scope.returns:
+        if callee is None:
+            return self._aliased_returns(call, at)
+        if not callee.scope.returns:
             return None
         return callee.scope.returns, callee.module.flow
+
+    def _aliased_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
+        """`forward = self.model.forward if dpo else self.model.forward_old`, then `forward(...)`:
+        the returns of every function the name may hold, when each is a function of one module."""
+        if not isinstance(call.func, ast.Name):
+            return None
+        base, updates = reaching(call.func.id, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or base.value is None:
+            return None
+        choices = _choices(base.value)
+        if len(choices) < 2:
+            return None
+        callees = []
+        for choice in choices:
+            chosen = ast.Call(func=choice, args=call.args, keywords=call.keywords)
+            callee = self.resolver.resolve(chosen, at.scope)
+            if callee is None or not callee.scope.returns:
+                return None
+            callees.append(callee)
+        if len({id(c.module) for c in callees}) != 1:
+            return None
+        return [ret for c in callees for ret in c.scope.returns], callees[0].module.flow
 
     def _module_forward(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
         """`criterion(pred, target)` with `criterion = YoloLoss(...)` (or `self.criterion` built so in
