@@ -306,6 +306,21 @@ def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
     return False
 
 
+def _skips_batch_zero(test: ast.expr, counter: ast.expr) -> bool:
+    """`i > 0 and i % k == 0`: a conjunct that is false for counter 0 (`i > 0`, `i != 0`, `i >= 1`, `i`)."""
+    if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
+        return False
+    name = dotted(counter)
+    for part in test.values:
+        if dotted(part) == name:
+            return True
+        if isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name:
+            op, bound = part.ops[0], int_value(part.comparators[0])
+            if (isinstance(op, (ast.Gt, ast.NotEq)) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1):
+                return True
+    return False
+
+
 def _off_by_one(window: Window, start: int, tested: ast.expr) -> bool:
     """`i % k == 0` with `i` counted from 0: the first micro-batch alone makes the first window."""
     assert window.test is not None
@@ -449,9 +464,14 @@ def _dropped_window(
             edit = replace(source, gate.test, f"{boundary} or {end}")
             fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
     if off_by_one:
+        first = (
+            f"batch 0 is left out, so the first window holds {k_text} + 1 batches"
+            if _skips_batch_zero(tested, window.test.counter)
+            else "it fires after the first batch alone (a one-batch first window)"
+        )
         message = (
-            f"the step is gated on `{source.segment(tested)}` with `{counter}` counted from 0: it "
-            f"fires after the first batch alone (a one-batch first window), and the last "
+            f"the step is gated on `{source.segment(tested)}` with `{counter}` counted from 0: "
+            f"{first}, and the last "
             f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
             f"{_leftover(window, events)}"
         )
