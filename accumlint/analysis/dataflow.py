@@ -7,7 +7,7 @@ import ast
 import math
 import operator
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional
 
@@ -453,6 +453,12 @@ class DataFlow:
     def _definition_scaling(self, definition: Definition, k_names, depth) -> Scaling:
         if definition.kind == "assign" and definition.value is not None:
             return self.scaling(definition.value, definition.stmt, k_names, depth + 1)
+        if definition.kind == "unpack" and isinstance(definition.value, ast.IfExp):
+            # `logits, loss = m.f(x) if not hasattr(m, "module") else m.module.f(x)`: each call is a way
+            return _alternatives([
+                self._definition_scaling(replace(definition, value=choice), k_names, depth + 1)
+                for choice in _choices(definition.value)
+            ])
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             helper = self._helper_returns(definition.value, definition.stmt)
             if helper is not None:

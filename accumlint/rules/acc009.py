@@ -702,6 +702,8 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         for window in windows:
             if id(window.micro_loop.node) in loops or not _read_every_micro_step(handoff.name, reader, window):
                 continue
+            if _forward_past_the_wrapper(handoff.name, window.micro_loop, reader):
+                continue  # `model.module.f(x)` when wrapped: DDP's forward never runs in the loop
             backward = _backward_every_micro_step(window, events, facts, (handoff.name,))
             if backward is not None and backward.call is not None:
                 found = True
