@@ -306,6 +306,35 @@ def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
     return False
 
 
+def _restarted_count(window: Window) -> Optional[str]:
+    """`n = 0` before the loop, `n += 1` every micro-step, `if n == k: ...; n = 0`: a count of the
+    window's micro-batches that starts afresh with each pass over the data, so the batches after
+    the last full window are left over at the end of it."""
+    gate, test = window.gate, window.test
+    if window.form != "gate" or gate is None or test is None or test.flag is not None or not isinstance(test.counter, ast.Name):
+        return None
+    compare = gate.test
+    if not (
+        isinstance(compare, ast.Compare) and len(compare.ops) == 1 and isinstance(compare.ops[0], (ast.Eq, ast.GtE))
+        and compare.left is test.counter and ast.dump(compare.comparators[0]) == ast.dump(window.k)
+    ):
+        return None
+    name, loop = test.counter.id, window.micro_loop
+    header = loop.header
+    starts = counts = resets = 0
+    for definition in loop.scope.definitions(name):
+        stmt, value = definition.stmt, definition.value
+        if definition.kind == "assign" and int_value(value) == 0 and not loop.contains(stmt):
+            starts += stmt.order < header.order and [id(x) for x in stmt.loops] == [id(x) for x in header.loops]
+        elif definition.kind == "assign" and int_value(value) == 0 and window.in_step_block(stmt):
+            resets += 1
+        elif definition.kind == "aug" and int_value(value) == 1 and window.every_micro_step(stmt):
+            counts += 1
+        else:
+            return None
+    return name if starts >= 1 and counts == 1 and resets >= 1 else None
+
+
 def _skips_batch_zero(test: ast.expr, counter: ast.expr) -> bool:
     """`i > 0 and i % k == 0`: a conjunct that is false for counter 0 (`i > 0`, `i != 0`, `i >= 1`, `i`)."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
@@ -433,7 +462,8 @@ def _dropped_window(
     if counted is None:
         return None
     counter, start, sized = counted
-    if counter not in names_in(window.test.counter) or _flushed_after(window, events):
+    restarted = _restarted_count(window)
+    if (counter not in names_in(window.test.counter) and restarted is None) or _flushed_after(window, events):
         return None
     if _discarded_after(window, events) or _cut_by_count(window, counter) or _sized_in_steps(sized, scope):
         return None
@@ -463,7 +493,13 @@ def _dropped_window(
             boundary = f"({counter} + 1) % {operand(source, window.k, MUL + 1)} == 0"
             edit = replace(source, gate.test, f"{boundary} or {end}")
             fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
-    if off_by_one:
+    if restarted is not None:
+        message = (
+            f"the step is gated on `{source.segment(tested)}`, a count set to 0 before the loop and again at "
+            f"each step, with no end-of-data clause and no step after the loop: the last len % {k_text} "
+            f"batches of each epoch never reach {stepped} in their epoch{_leftover(window, events)}"
+        )
+    elif off_by_one:
         first = (
             f"batch 0 is left out, so the first window holds {k_text} + 1 batches"
             if _skips_batch_zero(tested, window.test.counter)
