@@ -1000,6 +1000,7 @@ def find_windows(
             window.other_steps = [
                 e for e in events if e.kind == STEP and window.micro_loop.contains(e.stmt)
                 and not any(w.in_step_block(e.stmt) for w in found)
+                and not k_is_one_on_way(e.stmt, window.k, scope)  # `else:` of `if k > 1:`, another mode
             ]
         if any(
             w.form == "gate" and w.gate is not None and e.kind == STEP and e.stmt.within(w.gate)
