@@ -93,6 +93,13 @@ class Window:
         as accumulation steps: a step under it is a misplaced step block, not a window."""
         return reporting_frequency(self.k)
 
+    def accumulates(self, events: list[Event]) -> bool:
+        """An accumulation window: a backward on every micro-step, no logging-frequency gate, and
+        no other update on every micro-step (a GAN's second optimizer)."""
+        if self.reporting_gate or self.other_steps:
+            return False
+        return any(e.kind == BACKWARD and self.every_micro_step(e.stmt) for e in events)
+
     def every_micro_step(self, stmt: Stmt) -> bool:
         """Runs on every micro-step of this window: not in any gate's block, not after an early
         `continue` on a non-boundary micro-step, not on a branch that excludes this window's step

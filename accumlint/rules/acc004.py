@@ -97,9 +97,7 @@ def _last_exclusive(events: list[Event]) -> list[Event]:
 def _unscaled_each_micro_step(window: Window, clip: Event, unscales: list[Event], events: list[Event]) -> bool:
     """`scaler.unscale_(opt); clip(...)` after every backward of an accumulation window: a GradScaler
     allows one `unscale_` per optimizer between updates, so the second micro-step raises."""
-    if window.reporting_gate or window.other_steps or not window.every_micro_step(clip.stmt):
-        return False
-    if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+    if not window.accumulates(events) or not window.every_micro_step(clip.stmt):
         return False
     return any(window.every_micro_step(u.stmt) for u in unscales)
 

@@ -325,7 +325,8 @@ def _restarted_count(window: Window) -> Optional[str]:
     for definition in loop.scope.definitions(name):
         stmt, value = definition.stmt, definition.value
         if definition.kind == "assign" and int_value(value) == 0 and not loop.contains(stmt):
-            starts += stmt.order < header.order and [id(x) for x in stmt.loops] == [id(x) for x in header.loops]
+            # set before the loop, in the same block of the epoch loop (or the epoch function)
+            starts += int(stmt.order < header.order and [id(x) for x in stmt.loops] == [id(x) for x in header.loops])
         elif definition.kind == "assign" and int_value(value) == 0 and window.in_step_block(stmt):
             resets += 1
         elif definition.kind == "aug" and int_value(value) == 1 and window.every_micro_step(stmt):

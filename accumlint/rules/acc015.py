@@ -7,7 +7,7 @@ from typing import Iterator
 
 from accumlint.analysis import ModuleFacts, settings
 from accumlint.frameworks import torch_core
-from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
+from accumlint.analysis.events import CLIP, STEP, UNSCALE, Event
 from accumlint.analysis.reach import scaler_stepped_in
 from accumlint.analysis.exprs import dotted, keyword, positional
 from accumlint.analysis.windows import Window
@@ -61,9 +61,7 @@ def _scaled(window: Window, clip: Event, events: list[Event]) -> bool:
 
 
 def _clips_each_micro_step(facts: ModuleFacts, window: Window, events: list[Event]) -> list[Event]:
-    if window.reporting_gate or window.other_steps:
-        return []  # not an accumulation window, or another optimizer steps every micro-step
-    if not any(e.kind == BACKWARD and window.every_micro_step(e.stmt) for e in events):
+    if not window.accumulates(events):
         return []
     return [
         e for e in events
