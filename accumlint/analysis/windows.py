@@ -698,11 +698,13 @@ def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
     same_self = own_class is not None and loop_class is not None and own_class.class_node is loop_class.class_node
     passed = {n for arg in (*call.args, *(kw.value for kw in call.keywords)) for n in names_in(arg)}
     own_module = callee.module.collected.module is _module_node(loop.scope)
-    for expr in (test.k, test.counter):
+    # A test the call passes whole (`update_grad=(i + 1) % k == 0`, or a flag the loop computed so)
+    # is read in the caller's own names.
+    for expr in (test.k, test.counter) if passed_test is None else ():
         for name in names_in(expr):
             root = name.split(".", 1)[0]
             if root == "self":
-                if not same_self and passed_test is None:
+                if not same_self:
                     return None
             elif name not in passed and not (own_module and root not in scope.defs and root not in scope.params):
                 return None  # the callee's own local, or a global of another module
