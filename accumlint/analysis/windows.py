@@ -31,6 +31,8 @@ class GateTest:
     # `ni - last_opt_step >= k` with `last_opt_step = ni` (YOLO): k micro-steps since the last
     # step, counted by this name; whether a window carries across epochs depends on where it is reset
     since_last: Optional[str] = None
+    # `n += 1` every micro-step and `if n == k: ...; n = 0`: a window counted by hand
+    hand_counted: bool = False
 
 
 @dataclass(eq=False, repr=False)
@@ -757,7 +759,7 @@ def _counter_gate(gate: ast.If, loop: Loop) -> Optional[GateTest]:
             counted = counted or not definition.stmt.within(gate)
         elif definition.kind == "assign" and int_value(definition.value) == 0 and definition.stmt.within(gate, "body"):
             reset = True
-    return GateTest(k, counter, True, False) if counted and reset else None
+    return GateTest(k, counter, True, False, hand_counted=True) if counted and reset else None
 
 
 def _carries_state(loop: Loop) -> bool:

@@ -310,14 +310,10 @@ def _restarted_count(window: Window) -> Optional[str]:
     """`n = 0` before the loop, `n += 1` every micro-step, `if n == k: ...; n = 0`: a count of the
     window's micro-batches that starts afresh with each pass over the data, so the batches after
     the last full window are left over at the end of it."""
-    gate, test = window.gate, window.test
-    if window.form != "gate" or gate is None or test is None or test.flag is not None or not isinstance(test.counter, ast.Name):
+    test = window.test
+    if window.form != "gate" or test is None or not test.hand_counted or test.flag is not None:
         return None
-    compare = gate.test
-    if not (
-        isinstance(compare, ast.Compare) and len(compare.ops) == 1 and isinstance(compare.ops[0], (ast.Eq, ast.GtE))
-        and compare.left is test.counter and ast.dump(compare.comparators[0]) == ast.dump(window.k)
-    ):
+    if not isinstance(test.counter, ast.Name):
         return None
     name, loop = test.counter.id, window.micro_loop
     header = loop.header
