@@ -172,6 +172,27 @@ def _held(
     return False
 
 
+def _returns_after_backward(stmt: Stmt, module: "AnalysedModule") -> bool:
+    """`loss.backward(); if self.micro_step + 1 != k: return; optimizer.step()` in a function
+    called every micro-step: a conditional return between a backward and the statement holds the
+    statement apart (a return before every backward skips the whole micro-step, and holds nothing)."""
+    scope = stmt.scope
+    changing = _changing_names(scope, None)
+    returns = [
+        other.order for other in scope.stmts
+        if isinstance(other.node, ast.Return) and other.order < stmt.order
+        and any(isinstance(n, ast.If) and not _fixed_condition(n.test, changing) for n, _ in other.path)
+    ]
+    if not returns:
+        return False
+    backwards = [e.stmt.order for e in module.direct[id(scope)] if e.kind == BACKWARD]
+    for site in scope.calls:
+        callee = module.resolver.resolve(site.call, scope)
+        if callee is not None and callee.scope is not scope and BACKWARD in module.resolver.kinds(callee):
+            backwards.append(site.stmt.order)
+    return any(b < r for b in backwards for r in returns)
+
+
 def _around_every_backward(sf: ScopeFacts, loop: Loop) -> frozenset[tuple[int, str]]:
     """The `if`s of the loop that hold every backward of it (`if loss is not None:` around the
     backward and the step): they skip a whole micro-step, so they hold no step apart from its
@@ -195,8 +216,10 @@ def _step_runs_every_micro_step(event: Event, loop: Loop, whole: frozenset[tuple
     if not found:
         return False
     for item in found:
-        for inner in (*item.calls[1:], item.event):
+        for holder, inner in zip(item.calls, (*item.calls[1:], item.event)):
             if inner.stmt.loops or _held(inner.stmt, None, None):
+                return False
+            if holder.callee is not None and _returns_after_backward(inner.stmt, holder.callee.module):
                 return False
         if _framework_steps(item.event, item.module):
             return False
