@@ -635,7 +635,8 @@ def _gate_for(
         size = int_value(k)
         if size is not None and size <= 1 or _carries_state(inner):
             continue
-        if any(e.kind == BACKWARD for e in in_loop.get(id(inner), [])):
+        backwards = [e for e in in_loop.get(id(inner), []) if e.kind == BACKWARD]
+        if backwards and not _same_batch_passes(inner, k, backwards):
             return Window("inner", inner, loop, k, set(), step)
     return None
 
@@ -776,6 +777,24 @@ def _carries_state(loop: Loop) -> bool:
                 if not _made_afresh(name, definition.stmt, loop):
                     return True
     return False
+
+
+def _same_batch_passes(inner: Loop, k: ast.expr, backwards: list[Event]) -> bool:
+    """`for _ in range(args.n_subnets): net.sample(); loss = crit(net(images), y); loss.backward()`:
+    no loss of the loop is computed from what it iterates over or from data fetched inside it,
+    and its count is not named as accumulation steps. Every pass runs the one batch of the outer
+    loop (sampled sub-networks, several augmentations of one batch): their gradients add up one
+    objective, and the passes are no micro-batches of a window."""
+    if _words(k) & _WINDOW_WORDS:
+        return False
+    for event in backwards:
+        tensor = event.tensor
+        if isinstance(tensor, ast.BinOp):
+            tensor = tensor.left  # `(loss / n).backward()`
+        name = dotted(tensor) if tensor is not None else None
+        if name is None or event.callee is not None or _fed_by_targets(name.split(".", 1)[0], inner):
+            return False
+    return True
 
 
 def _made_afresh(name: str, at: Stmt, loop: Loop) -> bool:
