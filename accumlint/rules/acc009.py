@@ -482,11 +482,32 @@ def _wrapped_models_in(loop: Loop, scope: Scope, facts: ModuleFacts, models: set
     names = models | set(aliases)
     used = [o.name for o in scope.occurrences if o.name in names and loop.contains(o.stmt)]
     used += [dotted(site.call.func) or "" for site in scope.calls if dotted(site.call.func) in names and loop.contains(site.stmt)]
-    return [
+    found = [
         name for name in used
         if (name in aliases or _wrapping_in_sight(name, scope, facts) is not None)
         and not _only_graph_free_forwards(name, loop, scope) and not _forward_past_the_wrapper(name, loop, scope)
     ]
+    return found + [name for name in _forwards_in_methods(loop, scope, facts, models) if name not in found]
+
+
+def _forwards_in_methods(loop: Loop, scope: Scope, facts: ModuleFacts, models: set[str]) -> list[str]:
+    """The DDP models on `self` that a method of the same class, called in the loop, runs forward
+    with autograd (`self.run_min_batch(batch)` holding `self.model(batch)`): the trainer's
+    micro-step spread over two methods."""
+    found: list[str] = []
+    for site in scope.calls:
+        if not loop.contains(site.stmt) or site.stmt.no_grad:
+            continue
+        callee = facts.analysed.resolver.resolve(site.call, scope)
+        if callee is None or callee.scope is scope or not any(callee.scope is m for m in scope.class_scopes):
+            continue
+        for inner in callee.scope.calls:
+            name = dotted(inner.call.func) or ""
+            model = name[: -len(".forward")] if name.endswith(".forward") else name
+            if model.startswith("self.") and model in models and not inner.stmt.no_grad and model not in found:
+                if _wrapping_in_sight(model, scope, facts) is not None:
+                    found.append(model)
+    return found
 
 
 def _forward_past_the_wrapper(name: str, loop: Loop, scope: Scope) -> bool:
