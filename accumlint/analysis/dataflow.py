@@ -162,6 +162,30 @@ def _number(expr: ast.expr) -> Optional[float]:
     return float(expr.value) if is_number(expr) else None  # type: ignore[attr-defined]
 
 
+def _convex_terms(expr: ast.BinOp, k_names: set[str]) -> Optional[tuple[ast.expr, ast.expr]]:
+    """`w * a + (1 - w) * b` (factors in either order): the two loss terms, when one name
+    weighs them against each other and does not name the accumulation steps."""
+    if not isinstance(expr.op, ast.Add):
+        return None
+    sides = []
+    for term in (expr.left, expr.right):
+        if not (isinstance(term, ast.BinOp) and isinstance(term.op, ast.Mult)):
+            return None
+        sides.append(((term.left, term.right), (term.right, term.left)))
+    for weight, loss in sides[0]:
+        name = dotted(weight)
+        if name is None or mentions(weight, k_names):
+            continue
+        for other_weight, other_loss in sides[1]:
+            complement = other_weight
+            if (
+                isinstance(complement, ast.BinOp) and isinstance(complement.op, ast.Sub)
+                and _number(complement.left) == 1.0 and dotted(complement.right) == name
+            ):
+                return loss, other_loss
+    return None
+
+
 def _factor(number: Optional[float], divides: bool) -> Optional[float]:
     """What dividing (or multiplying) the loss by `number` multiplies it by (`/ 4` -> 0.25)."""
     if number is None or number == 0:
@@ -385,6 +409,12 @@ class DataFlow:
                     by = _factor(_number(expr.right), divides=True)
                     named = mentions(expr.right, k_names)
                 return _divide(left, named, by)
+            convex = _convex_terms(expr, k_names)
+            if convex is not None:
+                # `w * a + (1 - w) * b`: the terms are weighted against each other, no window division
+                left, right = (self.scaling(term, at, k_names, depth + 1) for term in convex)
+                if all(_literal_weight(term) == 1.0 for term in (left, right)):
+                    return Scaling(False, 0, partial=left.partial or right.partial)
             if isinstance(expr.op, (ast.Add, ast.Sub)):
                 return _combine_sum(
                     self.scaling(expr.left, at, k_names, depth + 1),
