@@ -9,7 +9,7 @@ import operator
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
 
 from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
@@ -806,6 +806,8 @@ class DataFlow:
                 return True
             if any(u.kind == "inplace" and u.op == "requires_grad_" and not u.stmt.no_grad for u in updates):
                 return True  # `real.requires_grad_(True)`: a leaf whose uses build a graph
+            if self._appended_carry(name, base, at):
+                return True
             return any(
                 u.kind == "aug" and u.value is not None and self.carries_graph(u.value, u.stmt, depth + 1)
                 for u in updates
@@ -839,6 +841,20 @@ class DataFlow:
             return self.carries_graph(expr.body, at, depth + 1) and self.carries_graph(expr.orelse, at, depth + 1)
         if isinstance(expr, ast.NamedExpr):
             return self.carries_graph(expr.value, at, depth + 1)
+        return False
+
+    def _appended_carry(self, name: str, base: Definition, at: Stmt) -> bool:
+        """`outs = []`, then `outs.append(loss)` before `at` with `loss.backward()`: a list of the
+        losses handed to backward holds their graphs (`sum(outs) / len(outs)` keeps every one).
+        Other values appended are not followed: what a list of them is for is not in sight."""
+        if base.kind != "assign" or not isinstance(base.value, ast.List):
+            return False
+        roots = self.backward_roots(at.scope)
+        for value, stmt in appended(name, base, at):
+            held = dotted(value)
+            definition = reaching(held, stmt.scope, stmt.order, stmt)[0] if held is not None else None
+            if definition is not None and id(definition) in roots:
+                return True
         return False
 
     def _slot_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
@@ -1206,6 +1222,17 @@ def _runs(callee: Callee, path: Path, function: Scope) -> bool:
         callee.module.index.resolved(callee.module.path) == path and callee.scope.name == function.name
         and getattr(node, "lineno", None) == getattr(other, "lineno", None)
     )
+
+
+def appended(name: str, base: Definition, at: Stmt) -> Iterator[tuple[ast.expr, Stmt]]:
+    """What `name.append(v)` (or `insert`) adds to the list between its definition `base` and
+    `at`, outside `no_grad`, on a branch that reaches `at`."""
+    for site in at.scope.calls:
+        receiver, method = method_of(site.call)
+        if method not in {"append", "insert"} or receiver is None or dotted(receiver) != name or not site.call.args:
+            continue
+        if base.order < site.stmt.order < at.order and not site.stmt.no_grad and site.stmt.compatible(at):
+            yield site.call.args[-1], site.stmt
 
 
 def _slot_detached(scope: Scope, name: str, after: int) -> bool:

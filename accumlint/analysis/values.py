@@ -11,7 +11,7 @@ import ast
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from accumlint.analysis.collect import Definition, Scope, Stmt
-from accumlint.analysis.dataflow import iterated_element, narrowed_to_container, reaching
+from accumlint.analysis.dataflow import appended, iterated_element, narrowed_to_container, reaching
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in
 from accumlint.analysis.libraries import NUMERIC_LIBRARIES
 from accumlint.analysis.lifetimes import is_model
@@ -186,7 +186,10 @@ class ValueKinds:
         if base is None or updates or base.value is None:
             return set()
         if base.kind == "assign":
-            return self._collection_elements(base.value, base.stmt, depth + 1)
+            held = self._collection_elements(base.value, base.stmt, depth + 1)
+            if isinstance(base.value, ast.List):  # `outs = []`, then `outs.append(loss)`
+                held |= {self.of(value, stmt, 2) for value, stmt in appended(name, base, at)}
+            return held
         if base.kind == "unpack" and isinstance(base.value, ast.Call) and len(base.index) == 1:
             return self._returned_elements(base.value, base.stmt, base.index[0], depth)
         return set()
@@ -329,7 +332,8 @@ class ValueKinds:
             first = call.args[0]
             if isinstance(first, (ast.GeneratorExp, ast.ListComp)):
                 return self.of(first.elt, at, depth + 1) if self.of(first.elt, at, depth + 1) == NUMBER else UNKNOWN
-            return UNKNOWN
+            held = self._collection_elements(first, at)
+            return held.pop() if len(held) == 1 and held <= {TENSOR, NUMBER} else UNKNOWN  # `sum(losses)`
         if full and origin.split(".", 1)[0] in _NUMERIC_MODULES:
             return NUMBER  # `math.exp(x)`, `np.mean(x)`, `time.time()`
         canonical = self.flow.canonical(full)

@@ -280,6 +280,10 @@ def _derived_names(scope: Scope, value: ast.expr, at: Stmt) -> set[str]:
         for definition in scope.definitions(name):
             if definition.order < before and definition.value is not None and definition.kind in {"assign", "unpack", "aug", "for"}:
                 pending.extend((n, definition.order) for n in names_in(definition.value))
+        for site in scope.calls:  # `outs.append(loss)`: the list is made of what it was given
+            receiver, method = method_of(site.call)
+            if method in {"append", "insert"} and receiver is not None and dotted(receiver) == name and site.stmt.order < before:
+                pending.extend((n, site.stmt.order) for arg in site.call.args[-1:] for n in names_in(arg))
     return found
 
 
