@@ -9,7 +9,7 @@ import operator
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
@@ -241,6 +241,16 @@ def _scales_loss_for_a_context(call: ast.Call) -> bool:
     return method_of(call)[1] == "scale_loss" and bool(call.args) and not isinstance(call.args[0], ast.Starred)
 
 
+_LABEL_COUNT = re.compile(r"(num|n)_?(labels|classes|answers|categories)")
+
+
+def _label_count(expr: ast.expr) -> bool:
+    """`cfg.num_labels`, `n_classes`: how many outputs a per-label loss averaged over, an integer
+    of at least one; multiplying by it never divides by a window."""
+    name = dotted(expr)
+    return name is not None and _LABEL_COUNT.fullmatch(last_part(name).lower()) is not None
+
+
 def _reciprocal_of_k(expr: ast.expr, k_names: set[str]) -> bool:
     return (
         isinstance(expr, ast.BinOp)
@@ -398,6 +408,10 @@ class DataFlow:
                     counted = self._counted_by(left, expr.right, at, k_names)
                     if counted is not None:
                         return counted
+                if isinstance(expr.op, ast.Mult) and _label_count(expr.right) and not mentions(expr.right, k_names):
+                    return left  # `loss * cfg.num_labels`: a per-label mean made a per-sample sum, no 1/k
+                if isinstance(expr.op, ast.Mult) and _label_count(expr.left) and not mentions(expr.left, k_names):
+                    return self.scaling(expr.right, at, k_names, depth + 1)
                 if isinstance(expr.op, ast.Mult):
                     by = _factor(_number(expr.right), divides=False)
                     if left.neutral:
@@ -894,6 +908,10 @@ class DataFlow:
             return True
         if definition.kind == "assign":
             return self.carries_graph(definition.value, definition.stmt, depth + 1)
+        if definition.kind == "unpack" and isinstance(definition.value, (ast.Tuple, ast.List)) and definition.index:
+            element = _displayed_element(definition.value, definition.index)
+            # `a, b = model(x), model(y)`: each name is its own element
+            return element is not None and self.carries_graph(element, definition.stmt, depth + 1)
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             _, method = method_of(definition.value)
             if method in _INDEX_RETURNING and definition.index[:1] == (1,):
@@ -1110,8 +1128,24 @@ class DataFlow:
             for name in _read_outside_detach(definition.value):
                 base, _ = reaching(name, definition.stmt.scope, definition.stmt.order, definition.stmt)
                 if base is not None and base.kind in {"assign", "unpack"} and self._opaque_call(base.value, base.stmt):
-                    if not self._builds_framework_object(base.value):
+                    if not self._builds_framework_object(base.value) and not self._returns_without_graph(base.value, base.stmt):
                         pending.append(base)
+
+    def _returns_without_graph(self, call: Optional[ast.expr], at: Stmt) -> bool:
+        """A project function that computes all it returns under no_grad (`@torch.no_grad()` on a
+        method updating running class priors) and passes no parameter through: no output on the
+        way to the loss, whatever the loss later reads from it."""
+        callee = self.resolver.resolve(call, at.scope) if isinstance(call, ast.Call) else None
+        if callee is None and isinstance(call, ast.Call):
+            callee = self.instance_method(call, at)
+        if callee is None or not callee.scope.returns:
+            return False
+        params = set(callee.scope.params) - {"self", "cls"}
+        for value, stmt in callee.scope.returns:
+            elements = value.elts if isinstance(value, ast.Tuple) else [value]
+            if not stmt.no_grad or any(_passed_through(e, params, stmt) for e in elements):
+                return False
+        return True
 
     def _builds_framework_object(self, value: Optional[ast.expr]) -> bool:
         """`accelerator = Accelerator(...)`, `model, opt = accelerator.prepare(model, opt)`: the
@@ -1187,14 +1221,13 @@ class DataFlow:
         flow = callee.module.flow
         params = set(callee.scope.params) - {"self", "cls"}
         read: set[str] = set()  # the parameters a return value reads other than through a detach
-        for value, stmt in callee.scope.returns:
-            for position in index:
-                if not isinstance(value, ast.Tuple) or position >= len(value.elts):
-                    return None
-                value = value.elts[position]
+        returned = returned_elements(callee.scope, index)
+        if returned is None:
+            return None
+        for value, stmt in returned:
             if flow.carries_graph(value, stmt, depth + 1):
                 return True
-            if stmt.no_grad and not (isinstance(value, ast.Name) and value.id in params):
+            if stmt.no_grad and not _passed_through(value, params, stmt):
                 continue  # computed under no_grad (`@torch.no_grad()` on the helper): no graph
             read |= {p for p in params - read if _reads_outside_detach(value, {p}, flow, stmt)}
         if read:  # `return 1.0 / (levels[1:] - levels[:-1])`: as graph-carrying as the arguments it reads
@@ -1222,6 +1255,50 @@ def _runs(callee: Callee, path: Path, function: Scope) -> bool:
         callee.module.index.resolved(callee.module.path) == path and callee.scope.name == function.name
         and getattr(node, "lineno", None) == getattr(other, "lineno", None)
     )
+
+
+def _passed_through(value: ast.expr, params: set[str], stmt: Stmt) -> bool:
+    """`return x` of the parameter `x` as it came in: no_grad around the return leaves its graph.
+    A parameter reassigned first (`p = p * 0.9 + q.mean() * 0.1` under no_grad) is a new value."""
+    if not isinstance(value, ast.Name) or value.id not in params:
+        return False
+    base, _ = reaching(value.id, stmt.scope, stmt.order, stmt)
+    return base is None or base.kind == "param"
+
+
+def _displayed_element(value: ast.expr, index: Sequence[int]) -> Optional[ast.expr]:
+    """Element `index` of a tuple or list display (`(h, c)` at (1,)); None when not shown (a
+    starred element before it)."""
+    for position in index:
+        if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
+            return None
+        if any(isinstance(e, ast.Starred) for e in value.elts[: position + 1]):
+            return None
+        value = value.elts[position]
+    return value
+
+
+def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tuple[ast.expr, Stmt]]]:
+    """What the function returns at `index` of its returned tuples (`return loss, mask, p` read
+    at (2,)), with each return's statement; None when a return may hold a tuple whose element the
+    code does not show (`return outputs`). A return that cannot be such a tuple (`return
+    F.mse_loss(a, b)` on another branch) is left out when some return is one: the caller that
+    unpacks the result expects the tuple."""
+    found: list[tuple[ast.expr, Stmt]] = []
+    opaque = False
+    for value, stmt in function.returns:
+        element: Optional[ast.expr] = value
+        for position in index:
+            if not isinstance(element, ast.Tuple) or position >= len(element.elts):
+                opaque = opaque or not isinstance(element, (ast.Tuple, ast.Call, ast.BinOp, ast.Constant, ast.Compare))
+                element = None
+                break
+            element = element.elts[position]
+        if element is not None:
+            found.append((element, stmt))
+    if opaque or (index and not found):
+        return None
+    return found
 
 
 def appended(name: str, base: Definition, at: Stmt) -> Iterator[tuple[ast.expr, Stmt]]:
@@ -1481,11 +1558,12 @@ def _bound_to(call: ast.Call, params: list[str], wanted: set[str]) -> list[ast.e
 
 
 def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: Stmt) -> bool:
-    """A parameter read (directly or through a local name) other than through a detach."""
-    pending: list[ast.AST] = [expr]
-    seen: set[str] = set()
+    """A parameter read (directly or through local names, each followed to the definition that
+    reaches its use) other than through a detach."""
+    pending: list[tuple[ast.AST, Stmt]] = [(expr, at)]
+    seen: set[int] = set()
     while pending:
-        node = pending.pop()
+        node, where = pending.pop()
         name = dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
         if isinstance(node, ast.Attribute) and (
             node.attr in _NO_GRAPH_ATTRIBUTES or set((name or "").split(".")[1:]) & _NO_GRAPH_ATTRIBUTES
@@ -1501,14 +1579,16 @@ def _reads_outside_detach(expr: ast.expr, params: set[str], flow: DataFlow, at: 
                 continue  # gradients taken without create_graph carry no graph
         if name is not None:
             head = name.split(".", 1)[0]
-            if head in params:
+            base, _ = reaching(name, where.scope, where.order, where)
+            if head in params and (base is None or base.kind == "param"):
                 return True
-            base, _ = reaching(name, at.scope, at.order)
-            if base is not None and base.value is not None and name not in seen and base.kind in {"assign", "unpack"}:
-                seen.add(name)
-                pending.append(base.value)
+            if base is not None and base.value is not None and id(base) not in seen and base.kind in {"assign", "unpack"}:
+                seen.add(id(base))  # `p = p * 0.9 + q.mean()` reads the `p` before it, from its own line
+                pending.append((base.value, base.stmt))
+            elif head in params:
+                return True
             if isinstance(node, ast.Attribute):
-                pending.append(node.value)
+                pending.append((node.value, where))
             continue
-        pending.extend(ast.iter_child_nodes(node))
+        pending.extend((child, where) for child in ast.iter_child_nodes(node))
     return False

@@ -11,7 +11,7 @@ import ast
 from typing import TYPE_CHECKING, Iterable, Optional
 
 from accumlint.analysis.collect import Definition, Scope, Stmt
-from accumlint.analysis.dataflow import appended, iterated_element, narrowed_to_container, reaching
+from accumlint.analysis.dataflow import appended, iterated_element, narrowed_to_container, reaching, returned_elements
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in
 from accumlint.analysis.libraries import NUMERIC_LIBRARIES
 from accumlint.analysis.lifetimes import is_model
@@ -196,7 +196,7 @@ class ValueKinds:
 
     def _returned_elements(self, call: ast.Call, at: Stmt, index: Optional[int], depth: int) -> set[str]:
         callee = self._callee(call, at)
-        returned = _returned_values(callee, index) if callee is not None else None
+        returned = returned_elements(callee.scope, () if index is None else (index,)) if callee is not None else None
         if callee is None or returned is None:
             return set()
         kinds = ValueKinds(callee.module.flow)
@@ -385,7 +385,7 @@ class ValueKinds:
                 return NUMBER
             if annotation in _ANNOTATED_TENSORS:
                 return TENSOR
-        returned = _returned_values(callee, index)
+        returned = returned_elements(callee.scope, () if index is None else (index,))
         if not returned:
             return UNKNOWN
         kinds = ValueKinds(callee.module.flow)
@@ -424,19 +424,6 @@ def _annotation_name(annotation: Optional[ast.expr]) -> Optional[str]:
         except SyntaxError:
             return None
     return dotted(annotation)
-
-
-def _returned_values(callee, index: Optional[int]) -> Optional[list[tuple[ast.expr, Stmt]]]:
-    """The values the callee returns (element `index` of each returned tuple), with their
-    statements; None when a return is no tuple long enough to hold that element."""
-    found = []
-    for value, stmt in callee.scope.returns:
-        if index is not None:
-            if not isinstance(value, ast.Tuple) or index >= len(value.elts):
-                return None
-            value = value.elts[index]
-        found.append((value, stmt))
-    return found
 
 
 def _element_annotation(annotation: Optional[ast.expr], index: Optional[int]) -> Optional[ast.expr]:
