@@ -584,7 +584,28 @@ class Resolver:
         cls = self.module.collected.classes.get(head)
         if cls is not None and attr:
             return self.method(cls, attr, depth)
-        return self._imported(name, depth)
+        return self._imported(name, depth) or self._star_exported(name, depth)
+
+    def _star_exported(self, name: str, depth: int) -> Optional[Callee]:
+        """`name` offered through `from .common_tools import *` at the top of this module (a
+        package `__init__` gathering its submodules): the last such module that offers it."""
+        index, path = self.module.index, self.module.path
+        if index is None or path is None:
+            return None
+        stars = [
+            node for node in self.module.collected.module.body
+            if isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names)
+        ]
+        for node in reversed(stars):
+            found = index.module_file(path, node.module or "", node.level)
+            if found is None:
+                continue
+            module = analysed(index, found)
+            callee = module.resolver.exported(name, depth + 1) if module is not None else None
+            if callee is not None:
+                self.module.consulted.add(index.resolved(found))
+                return callee
+        return None
 
     def method(self, cls: ast.ClassDef, name: str, depth: int) -> Optional[Callee]:
         found = self._methods.get((id(cls), name))
