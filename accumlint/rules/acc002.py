@@ -141,21 +141,47 @@ def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str,
             if holder is None or not (isinstance(func.value, ast.Name) or lifetimes.own_attribute(holder)):
                 continue  # `meter.update(...)`, or `self.losses.update(...)` on the trainer's own meter
             callee = facts.flow.resolver.resolve(site.call, site.stmt.scope) or facts.flow.instance_method(site.call, site.stmt)
-        if callee is None or not callee.scope.params or callee.scope.params[0] != "self":
-            continue
-        kept = _kept_parameters(facts, callee.scope)
-        if not kept:
-            continue
-        params = callee.scope.params[1:]
-        cls = callee.scope.class_node.name if callee.scope.class_node is not None else ""
-        for index, arg in enumerate(site.call.args):
-            if isinstance(arg, ast.Starred):
-                break
-            if index < len(params) and params[index] in kept:
-                yield holder, arg, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[params[index]]}`"
-        for kw in site.call.keywords:
-            if kw.arg in kept:
-                yield holder, kw.value, site.stmt, f"`{cls}.{func.attr}` keeps it in `{kept[kw.arg]}`"
+        callees = [callee] if callee is not None else _chosen_meters(facts, holder, func.attr, site.stmt)
+        seen: set[int] = set()
+        for method in callees:
+            for arg, kept_in in _kept_arguments_of_call(facts, site.call, method):
+                if id(arg) not in seen:
+                    seen.add(id(arg))
+                    yield holder, arg, site.stmt, kept_in
+
+
+def _kept_arguments_of_call(facts: ModuleFacts, call: ast.Call, callee: Callee) -> Iterator[tuple[ast.expr, str]]:
+    """The arguments of `call` that the method `callee` keeps on its object, with what says so."""
+    if not callee.scope.params or callee.scope.params[0] != "self":
+        return
+    kept = _kept_parameters(facts, callee.scope)
+    params = callee.scope.params[1:]
+    cls = callee.scope.class_node.name if callee.scope.class_node is not None else ""
+    method = callee.scope.name
+    for index, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            break
+        if index < len(params) and params[index] in kept:
+            yield arg, f"`{cls}.{method}` keeps it in `{kept[params[index]]}`"
+    for kw in call.keywords:
+        if kw.arg in kept:
+            yield kw.value, f"`{cls}.{method}` keeps it in `{kept[kw.arg]}`"
+
+
+def _chosen_meters(facts: ModuleFacts, holder: Optional[str], method: str, at: Stmt) -> list[Callee]:
+    """`losses = DistributedMetric() if distributed else AverageMeter()`: the `method` of each
+    project class among the choices (a choice that keeps its argument leaks on that branch,
+    whatever the other does)."""
+    choices = _built_choices(holder, at) if holder is not None and "." not in holder else []
+    if len(choices) < 2:
+        return []  # one call alone was already resolved
+    found = []
+    for choice in choices:
+        cls = dotted(choice.func)
+        callee = facts.flow.class_method(cls, method, at.scope) if cls is not None and class_like(cls) else None
+        if callee is not None:
+            found.append(callee)
+    return found
 
 
 def _meter_class(built: Optional[ast.Call]) -> Optional[str]:
@@ -236,6 +262,19 @@ def _built_as(name: str, stmt: Stmt) -> Optional[ast.Call]:
     return base.value
 
 
+def _built_choices(name: str, stmt: Stmt) -> list[ast.Call]:
+    """The calls that built `name` where `stmt` reads it: the one call, or each choice of
+    `A() if cond else B()`; empty when anything else made it."""
+    built = _built_as(name, stmt)
+    if built is not None:
+        return [built]
+    base, _ = reaching(name, stmt.scope, stmt.order)
+    if base is None or base.kind != "assign" or not isinstance(base.value, ast.IfExp):
+        return []
+    choices = [base.value.body, base.value.orelse]
+    return [c for c in choices if isinstance(c, ast.Call)] if all(isinstance(c, ast.Call) for c in choices) else []
+
+
 def _cannot_keep_a_graph(name: str, stmt: Stmt) -> bool:
     """`counts.append(x)` on an object of a class (`ExtraInfo()`: what its `append` keeps is that
     class's business, read by the meter pass when the class is the project's), and `counts += x` in
@@ -309,8 +348,8 @@ def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts, at: Stmt)
         return False
     callers = _callers(facts, scope)
     if not callers:
-        built = _built_as(name, at)
-        return built is None or not (class_like(dotted(built.func)) or _meter_class(built) is not None)
+        built = _built_choices(name, at)
+        return not built or not all(class_like(dotted(b.func)) or _meter_class(b) is not None for b in built)
     for sf, site in callers:
         if isinstance(site.stmt.node, ast.Expr) and site.stmt.node.value is site.call:
             continue  # `self.train(loader)` as a statement: its result is thrown away
