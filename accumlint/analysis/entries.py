@@ -66,9 +66,14 @@ def _window_test(test: ast.expr) -> bool:
             if not (isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
                 return True
         if isinstance(node, ast.Compare) and any(isinstance(op, (ast.Eq, ast.GtE)) for op in node.ops):
-            if isinstance(node.left, ast.Attribute):
+            if isinstance(node.left, ast.Attribute) and not any(_not_a_count(c) for c in node.comparators):
                 return True
     return False
+
+
+def _not_a_count(value: ast.expr) -> bool:
+    """`"pytorchDDP"`, `None`, `True`: a setting or a state compared, never a bound of a counter."""
+    return isinstance(value, ast.Constant) and (value.value is None or isinstance(value.value, (str, bool)))
 
 
 def _flag_tests(body: list[ast.stmt]) -> set[str]:
