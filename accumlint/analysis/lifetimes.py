@@ -15,7 +15,7 @@ from accumlint.frameworks import Role
 if TYPE_CHECKING:
     from accumlint.analysis.facts import ModuleFacts
 
-_CLEARING = {"clear", "zero_", "fill_", "reset", "reset_"}
+_CLEARING = {"clear", "reset", "reset_"}  # not `zero_` or `fill_`: in place on a tensor, they keep its autograd chain
 # Methods a framework runs with autograd off (Lightning's evaluation hooks, Hugging Face's
 # prediction_step): what they keep carries no graph.
 NO_GRAD_HOOKS = frozenset({
