@@ -909,8 +909,7 @@ class DataFlow:
         if definition.kind == "assign":
             return self.carries_graph(definition.value, definition.stmt, depth + 1)
         if definition.kind == "unpack" and isinstance(definition.value, (ast.Tuple, ast.List)) and definition.index:
-            element = _displayed_element(definition.value, definition.index)
-            # `a, b = model(x), model(y)`: each name is its own element
+            element = definition.bound_value()  # `a, b = model(x), model(y)`: each name is its own element
             return element is not None and self.carries_graph(element, definition.stmt, depth + 1)
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             _, method = method_of(definition.value)
@@ -1135,9 +1134,9 @@ class DataFlow:
         """A project function that computes all it returns under no_grad (`@torch.no_grad()` on a
         method updating running class priors) and passes no parameter through: no output on the
         way to the loss, whatever the loss later reads from it."""
-        callee = self.resolver.resolve(call, at.scope) if isinstance(call, ast.Call) else None
-        if callee is None and isinstance(call, ast.Call):
-            callee = self.instance_method(call, at)
+        if not isinstance(call, ast.Call):
+            return False
+        callee = self.resolver.resolve(call, at.scope) or self.instance_method(call, at)
         if callee is None or not callee.scope.returns:
             return False
         params = set(callee.scope.params) - {"self", "cls"}
@@ -1264,18 +1263,6 @@ def _passed_through(value: ast.expr, params: set[str], stmt: Stmt) -> bool:
         return False
     base, _ = reaching(value.id, stmt.scope, stmt.order, stmt)
     return base is None or base.kind == "param"
-
-
-def _displayed_element(value: ast.expr, index: Sequence[int]) -> Optional[ast.expr]:
-    """Element `index` of a tuple or list display (`(h, c)` at (1,)); None when not shown (a
-    starred element before it)."""
-    for position in index:
-        if not isinstance(value, (ast.Tuple, ast.List)) or position >= len(value.elts):
-            return None
-        if any(isinstance(e, ast.Starred) for e in value.elts[: position + 1]):
-            return None
-        value = value.elts[position]
-    return value
 
 
 def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tuple[ast.expr, Stmt]]]:
