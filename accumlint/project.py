@@ -73,6 +73,8 @@ class ProjectIndex:
         self._resolved_root = root.resolve()
         self._resolved: dict[Path, Path] = {}
         self._imported_words: Optional[dict[str, list[Path]]] = None
+        self._dotted_imports: dict[str, set[str]] = {}  # first name -> the dotted modules imported under it
+        self._own_names: Optional[frozenset[str]] = None
 
     def resolved(self, path: Path) -> Path:
         """`path.resolve()`, asked of the file system once per path: every call into a module
@@ -122,7 +124,34 @@ class ProjectIndex:
             found = self._file_for(base, parts)
             if found is not None:
                 return found
+        if len(parts) > 1 and parts[0] in self.own_package_names():
+            return self._file_for(self.root, parts[1:])
         return None
+
+    def own_package_names(self) -> frozenset[str]:
+        """The names under which the project imports itself while its root folder is the package
+        (`from mae_st.engine import train` in a checkout whose root holds `engine.py`, with no
+        `mae_st/` folder inside): the root's own folder name, and any first name that no local
+        module carries but under which every imported module lies in the root (two at least, one
+        of them a plain module, so that `torch.utils` beside a local `utils/` is no such name)."""
+        if self._own_names is None:
+            self._scan_once()  # the walk that finds importers gathers the imported modules too
+            names = {self.root.name} if self.root.name.isidentifier() else set()
+            for first, dotted in self._dotted_imports.items():
+                if self._is_own_name(first, dotted):
+                    names.add(first)
+            self._own_names = frozenset(names)
+        return self._own_names
+
+    def _is_own_name(self, first: str, dotted: set[str]) -> bool:
+        if len(dotted) < 2 or any(self._file_for(base, [first]) for base in self._search):
+            return False
+        rests = [name.split(".")[1:] for name in sorted(dotted)]
+        found = [self._file_for(self.root, rest) for rest in rests]
+        # a folder without `__init__.py` is a namespace package: it counts, but is no plain module
+        if not all(path is not None or self.root.joinpath(*rest).is_dir() for path, rest in zip(found, rests)):
+            return False
+        return any(path is not None and path.name != "__init__.py" for path in found)
 
     def _inside(self, path: Path) -> bool:
         try:
@@ -145,10 +174,14 @@ class ProjectIndex:
         """The project's files whose import statements name the module at `path` (its own name,
         or its package's for an `__init__.py`): the candidates for calling into it. Each file is
         read once per process, on the first question; a candidate may still turn out not to."""
+        words = self._scan_once()
+        name = path.parent.name if path.stem == "__init__" else path.stem
+        return [p for p in words.get(name, []) if self.resolved(p) != self.resolved(path)]
+
+    def _scan_once(self) -> dict[str, list[Path]]:
         if self._imported_words is None:
             self._imported_words = self._scan_imports()
-        name = path.parent.name if path.stem == "__init__" else path.stem
-        return [p for p in self._imported_words.get(name, []) if self.resolved(p) != self.resolved(path)]
+        return self._imported_words
 
     def _scan_imports(self) -> dict[str, list[Path]]:
         from accumlint.discovery import skipped_dir  # the folders `accumlint check .` never walks
@@ -166,9 +199,13 @@ class ProjectIndex:
                     text = path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     continue
-                named = {word for statement in _IMPORT.findall(text) for word in re.findall(r"\w+", statement)}
+                statements = _IMPORT.findall(text)
+                named = {word for statement in statements for word in re.findall(r"\w+", statement)}
                 for word in named:
                     words.setdefault(word, []).append(path)
+                for statement in statements:
+                    for dotted in _imported_modules(statement):
+                        self._dotted_imports.setdefault(dotted.split(".")[0], set()).add(dotted)
         return words
 
     # --- reading modules -------------------------------------------------------------------
@@ -201,6 +238,16 @@ class ProjectIndex:
         if known is None or known[0] != stamp:
             known = self._modules[key] = (stamp, _read(key))
         return known[1]
+
+
+def _imported_modules(statement: str) -> list[str]:
+    """The absolute dotted modules (two names at least) an import statement reads."""
+    words = statement.split()
+    if words[0] == "from":
+        names = [words[1]]
+    else:
+        names = [part.split()[0] for part in " ".join(words[1:]).split(",") if part.split()]
+    return [name for name in names if "." in name and not name.startswith(".")]
 
 
 def _read(path: Path) -> Optional[LocalModule]:

@@ -407,6 +407,13 @@ class Resolver:
         cls = classes.pop()
         return cls if cls in self._foreign or self._project_class(cls) else None
 
+    def built_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
+        """The project class a call builds (`Scaler()`, or a project factory that returns one), by
+        the name instance_class gives it; None for anything else."""
+        name = dotted(call.func)
+        made = name if class_like(name) else self._factory_class(call, scope)
+        return made if made is not None and (made in self._foreign or self._project_class(made)) else None
+
     def _factory_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """`create_loss_function(cfg)` of the project that returns an instance of one project class
         (its return annotation names it, or every return builds it): that class, as instance_class

@@ -35,7 +35,10 @@ def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee,
     found: dict[str, str] = {}
     for param, argument in bound.items():
         name = dotted(argument)
-        cls = resolver.instance_class(name, site.stmt.scope) if name is not None else None
+        if isinstance(argument, ast.Call):  # `train_one_epoch(model, Scaler())`
+            cls = resolver.built_class(argument, site.stmt.scope)
+        else:
+            cls = resolver.instance_class(name, site.stmt.scope) if name is not None else None
         if cls is not None:
             found[param] = callee.module.resolver.foreign_class(resolver, cls)
     return found

@@ -540,7 +540,8 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for site in sf.scope.calls:
             if not any(
-                (name := dotted(argument)) is not None and _made_by_a_call(name, sf.scope)
+                class_like(dotted(argument.func)) and resolver.built_class(argument, sf.scope) is not None
+                if isinstance(argument, ast.Call) else (name := dotted(argument)) is not None and _made_by_a_call(name, sf.scope)
                 and resolver.instance_class(name, sf.scope) is not None
                 for argument in [*site.call.args, *(kw.value for kw in site.call.keywords)]
             ):
