@@ -75,7 +75,7 @@ def _backward(site: CallSite, roles: R.Roles) -> Optional[Event]:
     elif frameworks.backward_framework(role) is not None:
         event.tensor, event.framework = positional(call, 0), frameworks.backward_framework(role)
     elif role == R.OPTIMIZER:  # a loss-scaling optimizer's `optimizer.backward(loss)` (DeepSpeed, apex)
-        event.tensor = positional(call, 0)
+        event.tensor, event.framework = positional(call, 0), roles.overwriting_optimizers.get(name or "")
     elif name is not None and roles.by_name.get(name) is not None:
         return None  # built as a scheduler, a loader, a model wrapper: no tensor's backward
     elif isinstance(receiver, ast.Call) and method_of(receiver)[1] == "scale":

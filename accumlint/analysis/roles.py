@@ -12,7 +12,7 @@ import ast
 from accumlint.analysis.collect import Collected, Definition, Scope
 from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, positional
 from accumlint import frameworks
-from accumlint.frameworks import Role, accelerate, constructed_role, deepspeed
+from accumlint.frameworks import Framework, Role, accelerate, constructed_role, deepspeed
 
 OPTIMIZER, SCHEDULER, SCALER, ACCELERATOR, FABRIC, ENGINE, DDP, LOADER = (
     Role.OPTIMIZER, Role.SCHEDULER, Role.SCALER, Role.ACCELERATOR, Role.FABRIC, Role.ENGINE, Role.DDP, Role.LOADER,
@@ -61,6 +61,8 @@ class Roles:
     deepspeed_fabric_gas: dict[str, ast.expr] = field(default_factory=dict)
     # ... of those, the ones that run it whatever the launch (not one branch of a choice)
     deepspeed_fabric_always: set[str] = field(default_factory=set)
+    # Optimizers whose backward overwrites the gradients (ColossalAI Gemini's): name -> framework.
+    overwriting_optimizers: dict[str, Framework] = field(default_factory=dict)
 
     def role(self, name: Optional[str]) -> Optional[Role]:
         if name is None:
@@ -193,6 +195,10 @@ def infer_roles(collected: Collected) -> Roles:
             roles.accelerator_gas[definition.name] = gas
         if role == DDP:
             roles.ddp_models.add(definition.name)
+        if role == OPTIMIZER and isinstance(value, ast.Call):
+            overwriting = frameworks.overwriting_framework(roles.canonical(dotted(value.func)))
+            if overwriting is not None:
+                roles.overwriting_optimizers[definition.name] = overwriting
         if role == FABRIC and isinstance(value, ast.Call):
             found = _strategy_accumulation(keyword(value, "strategy"), definition.stmt.scope)
             if found is not None:

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import Optional
 
-from accumlint.frameworks import accelerate, amp, ddp, deepspeed, fabric, keras, lightning, torch_core, xla
+from accumlint.frameworks import accelerate, amp, colossalai, ddp, deepspeed, fabric, keras, lightning, torch_core, xla
 from accumlint.frameworks.spec import Framework, FrameworkSpec, Role
 
 SPECS: tuple[FrameworkSpec, ...] = (
     torch_core.SPEC, amp.SPEC, accelerate.SPEC, deepspeed.SPEC, lightning.SPEC, fabric.SPEC, ddp.SPEC, keras.SPEC,
-    xla.SPEC,
+    xla.SPEC, colossalai.SPEC,
 )
 
 _CONSTRUCTORS: dict[str, Role] = {name: role for spec in SPECS for name, role in spec.constructors.items()}
@@ -43,6 +43,18 @@ ACCUMULATION_KEYWORDS: frozenset[str] = frozenset(k for spec in SPECS for k in s
 # Frameworks whose backward returns gradients instead of adding them into `.grad`, and whose
 # tensors hold no autograd graph.
 GRAPH_FREE_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.graph_free)
+# Frameworks whose backward writes each micro-batch's gradients over the last: nothing adds up,
+# so there is no window for a division by k to scale.
+OVERWRITING_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.overwrites_gradients)
+
+
+def overwriting_framework(constructor: str) -> Optional[Framework]:
+    """The framework whose optimizer `constructor` (dotted, as imported: `colossalai.zero.ZeroOptimizer`)
+    builds, when that optimizer's backward overwrites the gradients."""
+    package, last = constructor.split(".")[0], constructor.rsplit(".", 1)[-1]
+    return next(
+        (spec.framework for spec in SPECS if last in spec.overwriting_optimizers and package == spec.package), None
+    )
 
 
 def constructed_role(class_name: str) -> Optional[Role]:
@@ -57,7 +69,7 @@ def backward_framework(role: Optional[Role]) -> Optional[Framework]:
 
 __all__ = [
     "Framework", "FrameworkSpec", "Role", "SPECS", "SELF_UNSCALING_ROLES", "SELF_UNSCALING_METHODS",
-    "ACCUMULATION_KEYWORDS", "GRADIENT_METHODS", "GRAPH_FREE_FRAMEWORKS", "LOSS_SCALE_WRAPPERS", "STEP_METHODS",
-    "STEP_FUNCTIONS", "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework",
+    "ACCUMULATION_KEYWORDS", "GRADIENT_METHODS", "GRAPH_FREE_FRAMEWORKS", "LOSS_SCALE_WRAPPERS", "OVERWRITING_FRAMEWORKS", "STEP_METHODS",
+    "STEP_FUNCTIONS", "OPTIMIZER_GETTERS", "SYNC_CONTROLS", "ZEROING_FRAMEWORKS", "ZEROING_STEP_ROLES", "backward_framework", "overwriting_framework",
     "constructed_role",
 ]

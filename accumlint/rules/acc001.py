@@ -93,7 +93,7 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
         zeroed = bool(micro_step_zeroings(facts, sf.events, window))
         if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles) or ambiguous_tensor(event):
             continue
-        if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
+        if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS:
             continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
@@ -190,6 +190,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue
             if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
                 continue  # the gradients are handed back, not added up: the accumulators decide
+            if event.framework in frameworks.OVERWRITING_FRAMEWORKS:
+                continue  # nothing adds up across backward calls: a division would shrink the one that counts
             scaling = facts.flow.scaling(event.tensor, event.stmt, window.k_names)
             if not _reportable(scaling, window):
                 continue
