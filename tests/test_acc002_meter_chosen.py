@@ -112,3 +112,11 @@ def test_meters_offered_by_a_package_star_import(tmp_path: Path, choice: str, fo
     train = tmp_path / "train.py"
     train.write_text("from utils import AverageMeter, SyncedMetric\n" + textwrap.dedent(SCRIPT).replace("CHOICE", choice).replace("VALUE", "loss"))
     assert len(_acc002(train.read_text(), str(train))) == found
+
+
+@pytest.mark.parametrize("template", [SCRIPT, TRAINER])
+@pytest.mark.parametrize("choice,found", [("AverageMeter", 1), ("SyncedMetric", 0)])
+def test_a_nested_choice_is_read_too(template: str, choice: str, found: int) -> None:
+    """`A() if c else B() if d else C()`: each of the three classes is read."""
+    nested = f"SyncedMetric() if world_size > 8 else {choice}"
+    assert len(_acc002(_source(template, nested))) == found

@@ -193,10 +193,10 @@ def _factor(number: Optional[float], divides: bool) -> Optional[float]:
     return 1 / number if divides else number
 
 
-def _choices(value: ast.expr) -> list[ast.expr]:
+def choices(value: ast.expr) -> list[ast.expr]:
     """The values a conditional expression can take (`a if c else b if d else e`)."""
     if isinstance(value, ast.IfExp):
-        return [*_choices(value.body), *_choices(value.orelse)]
+        return [*choices(value.body), *choices(value.orelse)]
     return [value]
 
 
@@ -501,7 +501,7 @@ class DataFlow:
             # `logits, loss = m.f(x) if not hasattr(m, "module") else m.module.f(x)`: each call is a way
             return _alternatives([
                 self._definition_scaling(replace(definition, value=choice), k_names, depth + 1)
-                for choice in _choices(definition.value)
+                for choice in choices(definition.value)
             ])
         if definition.kind == "unpack" and isinstance(definition.value, ast.Call):
             helper = self._helper_returns(definition.value, definition.stmt)
@@ -643,11 +643,11 @@ class DataFlow:
         base, updates = reaching(call.func.id, at.scope, at.order, at)
         if base is None or updates or base.kind != "assign" or base.value is None:
             return None
-        choices = _choices(base.value)
-        if len(choices) < 2:
+        options = choices(base.value)
+        if len(options) < 2:
             return None
         callees = []
-        for choice in choices:
+        for choice in options:
             chosen = ast.Call(func=choice, args=call.args, keywords=call.keywords)
             callee = self.resolver.resolve(chosen, at.scope)
             if callee is None or not callee.scope.returns:

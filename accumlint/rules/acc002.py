@@ -11,7 +11,7 @@ from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import Callee
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
-from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.dataflow import choices, reaching
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, subscript_holder, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
@@ -172,11 +172,11 @@ def _chosen_meters(facts: ModuleFacts, holder: Optional[str], method: str, at: S
     """`losses = DistributedMetric() if distributed else AverageMeter()`: the `method` of each
     project class among the choices (a choice that keeps its argument leaks on that branch,
     whatever the other does)."""
-    choices = _built_choices(holder, at) if holder is not None and "." not in holder else []
-    if len(choices) < 2:
+    built = _built_choices(holder, at) if holder is not None and "." not in holder else []
+    if len(built) < 2:
         return []  # one call alone was already resolved
     found = []
-    for choice in choices:
+    for choice in built:
         cls = dotted(choice.func)
         callee = facts.flow.class_method(cls, method, at.scope) if cls is not None and class_like(cls) else None
         if callee is not None:
@@ -264,15 +264,15 @@ def _built_as(name: str, stmt: Stmt) -> Optional[ast.Call]:
 
 def _built_choices(name: str, stmt: Stmt) -> list[ast.Call]:
     """The calls that built `name` where `stmt` reads it: the one call, or each choice of
-    `A() if cond else B()`; empty when anything else made it."""
+    `A() if cond else B()` (nested ones too); empty when anything else made it."""
     built = _built_as(name, stmt)
     if built is not None:
         return [built]
     base, _ = reaching(name, stmt.scope, stmt.order)
     if base is None or base.kind != "assign" or not isinstance(base.value, ast.IfExp):
         return []
-    choices = [base.value.body, base.value.orelse]
-    return [c for c in choices if isinstance(c, ast.Call)] if all(isinstance(c, ast.Call) for c in choices) else []
+    options = choices(base.value)
+    return [c for c in options if isinstance(c, ast.Call)] if all(isinstance(c, ast.Call) for c in options) else []
 
 
 def _cannot_keep_a_graph(name: str, stmt: Stmt) -> bool:
