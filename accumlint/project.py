@@ -146,12 +146,15 @@ class ProjectIndex:
     def _is_own_name(self, first: str, dotted: set[str]) -> bool:
         if len(dotted) < 2 or any(self._file_for(base, [first]) for base in self._search):
             return False
-        rests = [name.split(".")[1:] for name in sorted(dotted)]
-        found = [self._file_for(self.root, rest) for rest in rests]
-        # a folder without `__init__.py` is a namespace package: it counts, but is no plain module
-        if not all(path is not None or self.root.joinpath(*rest).is_dir() for path, rest in zip(found, rests)):
-            return False
-        return any(path is not None and path.name != "__init__.py" for path in found)
+        plain = False
+        for name in sorted(dotted):
+            rest = name.split(".")[1:]
+            path = self._file_for(self.root, rest)
+            # a folder without `__init__.py` is a namespace package: it counts, but is no plain module
+            if path is None and not self.root.joinpath(*rest).is_dir():
+                return False  # `torch.nn` with no `nn` here: the first miss settles it
+            plain = plain or path is not None and path.name != "__init__.py"
+        return plain
 
     def _inside(self, path: Path) -> bool:
         try:
