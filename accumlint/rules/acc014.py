@@ -311,9 +311,11 @@ def _loop_findings(facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[E
     if _runs_once(loop, stmts) or checking_test_loop(scope, stmts, facts.analysed.path) or _timed_measurement(scope, loop):
         return
     if _scope_clears(scope, stmts, direct, [site.call for site in calls]):
-        yield from _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)
+        one_sided = list(_zeroed_on_one_branch(facts, sf, loop, steps, in_loop, stmts))
+        yield from one_sided or _unzeroed_optimizers(facts, sf, loop, steps, in_loop, stmts)
         return
     if any(e.kind == ZERO for e in in_loop):
+        yield from _zeroed_on_one_branch(facts, sf, loop, steps, in_loop, stmts)  # zeroed in a helper
         return
     if any(e.kind == BACKWARD and e.framework in frameworks.ZEROING_FRAMEWORKS for e in in_loop):
         return
@@ -479,6 +481,77 @@ def _fixes(
             return {}
         fixes[id(step)] = Fix(f"Zero the gradients right after the step: `{name}.zero_grad()`", "safe", (edit,))
     return fixes
+
+
+def _zeroed_on_one_branch(
+    facts: ModuleFacts, sf: ScopeFacts, loop: Loop, steps: list[Event], in_loop: list[Event], stmts: list[Stmt]
+) -> Iterator[Violation]:
+    """`if args.fp16: optimizer.zero_grad(); ...backward... else: loss.backward()` with the step
+    after both: every zeroing in the loop sits in one branch of an `if` on a setting the loop never
+    changes, and the other branch runs a backward that nothing there clears (no zeroing, no
+    `.grad` write, no project call that clears or cannot be followed, no zeroing framework). On
+    that branch, every run of the loop, the gradients add up across all updates."""
+    zeros = [e for e in in_loop if e.kind == ZERO]
+    if loop.implicit or not zeros or any(_stmt_writes_grad(s) for s in stmts):
+        return  # an entry method's driver, out of sight, may zero for both branches
+    zero_calls = {id(e.call) for e in zeros}
+    if any(_call_clears(site.call) for site in sf.scope.calls if loop.contains(site.stmt) and id(site.call) not in zero_calls):
+        return
+    branch = _common_branch(zeros, loop)
+    if branch is None:
+        return
+    test, taken = branch
+    changed = {name for s in stmts for name in _bound_by(s)}
+    if names_in(test.test) & (changed | set(loop.targets)) or any(isinstance(n, ast.Call) for n in ast.walk(test.test)):
+        return  # a per-iteration test (`if i % k == 0:` zeroing at a window's start) is accumulation
+    other = "orelse" if taken == "body" else "body"
+    bare = [e for e in in_loop if e.kind == BACKWARD and (test, other) in e.stmt.path]
+    if not bare or any(e.framework in frameworks.ZEROING_FRAMEWORKS for e in bare):
+        return
+    reach = _Reach()
+    seen: set[int] = {id(sf.scope)}
+    for site in sf.scope.calls:
+        if loop.contains(site.stmt) and (test, other) in site.stmt.path:
+            _follow(facts.analysed, site.call, sf.scope, reach, seen, 0)
+    if reach.clears or reach.unknown or reach.recreates:
+        return
+    runs = [
+        step for step in steps
+        if step.helper is None and (test, taken) not in step.stmt.path
+        and not (_step_has_arguments(step) or _zeroing_step(step, facts.roles))
+    ]
+    condition = " ".join(facts.source.segment(test.test).split())
+    side = "holds" if taken == "body" else "does not hold"
+    zero_line = getattr(zeros[0].stmt.node, "lineno", "?")
+    for step in runs:
+        called = dotted(step.call.func) if step.call is not None else None
+        yield Violation(
+            CODE,
+            f"`{called or 'optimizer.step'}()` runs after backward every iteration of this loop, but the "
+            f"gradients are zeroed only when `{condition}` {side} (line {zero_line}): on the "
+            f"other branch every update applies the sum of all earlier gradients, a window that is never reset",
+            step.call or step.stmt.node,
+        )
+
+
+def _common_branch(events: list[Event], loop: Loop) -> Optional[tuple[ast.If, str]]:
+    """The innermost `if` inside `loop` under one branch of which every event lies."""
+    shared: Optional[list[tuple[ast.If, str]]] = None
+    for event in events:
+        inside = [(node, branch) for node, branch in event.stmt.path if isinstance(node, ast.If) and _within(node, loop)]
+        shared = inside if shared is None else [step for step in shared if step in inside]
+    return shared[-1] if shared else None
+
+
+def _within(node: ast.AST, loop: Loop) -> bool:
+    return loop.node.lineno < getattr(node, "lineno", 0) <= (loop.node.end_lineno or 0)
+
+
+def _bound_by(stmt: Stmt) -> set[str]:
+    """The names a statement binds (assignment targets, augmented ones included)."""
+    node = stmt.node
+    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
+    return {dotted(t) or "" for target in targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))} - {""}
 
 
 def _message(step: Event, zeroed_before: bool, optimizer: Optional[str], wrapper: bool = False) -> str:
