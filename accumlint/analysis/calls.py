@@ -559,14 +559,40 @@ class Resolver:
         collected = self.module.collected
         origin = collected.imports.get(head)
         index, path = self.module.index, self.module.path
-        if origin is None or index is None or path is None:
+        if index is None or path is None:
             return None
+        if origin is None:
+            return self._star_origin(name)
         level, relative_origin = collected.relative_imports.get(head, (0, origin))
         full = f"{relative_origin}.{rest}" if rest else relative_origin
         found = index.split(path, full, level)
         if found is not None:
             self.module.consulted.add(index.resolved(found[0]))
         return found
+
+    def _star_origin(self, name: str) -> Optional[tuple[Path, str]]:
+        """(module file, name in it) for a name this module neither defines nor imports by name but
+        takes from a project module through `from utils import *`: the last such module that
+        defines it (or offers it the same way)."""
+        head = name.partition(".")[0]
+        collected, index, path = self.module.collected, self.module.index, self.module.path
+        if index is None or path is None or head in collected.classes or head in self.module.top_functions:
+            return None
+        self._origins[name] = None  # while it is looked for: two modules that star-import each other
+        for node in reversed(collected.module.body):
+            if not (isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names)):
+                continue
+            found = index.module_file(path, node.module, node.level)
+            module = analysed(index, found) if found is not None else None
+            if found is None or module is None:
+                continue
+            if head in module.collected.classes or head in module.top_functions:
+                self.module.consulted.add(index.resolved(found))
+                return found, name
+            further = module.resolver._local_origin(name)
+            if further is not None:
+                return further
+        return None
 
     def points_into_project(self, call: ast.Call) -> bool:
         """The call names something imported from the project's own modules (so, when it could

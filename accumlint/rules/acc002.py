@@ -32,9 +32,19 @@ def _stored_by_index(stmt: Stmt) -> bool:
     return isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript)
 
 
+def _old_value_in(term: ast.expr, name: str) -> bool:
+    """`A`, or `A` scaled (`m * A`, `A * m`, `A / d`): the old value of `A` carried into its new
+    one, as in a moving average `A = m * A + (1 - m) * E`, which chains every E as a sum does."""
+    if dotted(term) == name:
+        return True
+    if isinstance(term, ast.BinOp) and isinstance(term.op, (ast.Mult, ast.Div)):
+        return dotted(term.left) == name or isinstance(term.op, ast.Mult) and dotted(term.right) == name
+    return False
+
+
 def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
-    """(accumulator, added value, statement) for `A += E`, `A = A + E`, `A.append(E)`, `A[i] = E`,
-    `A[k] += E` in the statements `keep` selects."""
+    """(accumulator, added value, statement) for `A += E`, `A = A + E` (`A = m * A + c * E` too),
+    `A.append(E)`, `A[i] = E`, `A[k] += E` in the statements `keep` selects."""
     for name, definitions in scope.defs.items():
         for definition in definitions:
             if not keep(definition.stmt) or definition.value is None:
@@ -44,9 +54,9 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
             elif definition.kind == "assign":
                 value = definition.value
                 if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
-                    if dotted(value.left) == name:
+                    if _old_value_in(value.left, name):
                         yield name, value.right, definition.stmt
-                    elif dotted(value.right) == name:
+                    elif _old_value_in(value.right, name):
                         yield name, value.left, definition.stmt
     for stmt in scope.stmts:
         node = stmt.node
