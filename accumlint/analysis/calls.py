@@ -26,6 +26,20 @@ if TYPE_CHECKING:
     from accumlint.project import ProjectIndex
 
 _MAX_DEPTH = 8
+# `nn.Module` methods that return the module itself: `Net().to(device)` is an instance of `Net`.
+_RETURNS_THE_MODULE = frozenset({
+    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_",
+})
+
+
+def _module_itself(value: ast.expr) -> ast.expr:
+    """`Net(...).cuda().train()` -> `Net(...)`: the object such calls hand back unchanged."""
+    while (
+        isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+        and value.func.attr in _RETURNS_THE_MODULE and isinstance(value.func.value, ast.Call)
+    ):
+        value = value.func.value
+    return value
 
 
 @dataclass(frozen=True, eq=False)
@@ -188,6 +202,7 @@ def _built_class(value: ast.expr, at) -> Optional[str]:
         if len(found) != 1 or found[0].kind != "assign" or found[0].value is None:
             return None
         value = found[0].value
+    value = _module_itself(value)
     if isinstance(value, ast.Call) and class_like(dotted(value.func)):
         return dotted(value.func)
     return None
@@ -379,7 +394,7 @@ class Resolver:
             annotated = None
         classes: set[str] = set()
         for definition in definitions:
-            value = definition.value
+            value = _module_itself(definition.value) if definition.value is not None else None
             if definition.kind == "param":
                 found = _annotated_class(_parameter_annotation(definition.stmt.node, definition.name))
                 if found is None:
@@ -410,6 +425,9 @@ class Resolver:
     def built_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """The project class a call builds (`Scaler()`, or a project factory that returns one), by
         the name instance_class gives it; None for anything else."""
+        built = _module_itself(call)
+        if isinstance(built, ast.Call):
+            call = built
         name = dotted(call.func)
         made = name if class_like(name) else self._factory_class(call, scope)
         return made if made is not None and (made in self._foreign or self._project_class(made)) else None
