@@ -807,6 +807,8 @@ class DataFlow:
         none wherever that sits in the expression."""
         if depth > 12 or at.no_grad or self.graph_free:
             return False
+        if isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES:
+            return False  # `criterion(out, y).data`, `loss.data`: of any receiver, no graph
         name = dotted(expr)
         if name is not None:
             if isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES:
