@@ -98,6 +98,18 @@ def _through_the_same_graph(event: Event, first: dict[str, list[Definition]], la
         common = [d for d in first[name] if any(d is other for other in second[name])]
         if any(facts.flow._definition_carries(d, 0) for d in common):
             return True
+    return _unpacked_from_one_call(first, second, facts)
+
+
+def _unpacked_from_one_call(first: dict[str, list[Definition]], second: dict[str, list[Definition]], facts: ModuleFacts) -> bool:
+    """`loss, memories = model(x)`, then `loss.backward(...)` and `memories.backward(grad)`: two
+    outputs of one forward call, both graph-carrying, share that call's graph."""
+    unpacked = {id(d.stmt): d for ds in first.values() for d in ds if d.kind == "unpack"}
+    for ds in second.values():
+        for d in ds:
+            other = unpacked.get(id(d.stmt)) if d.kind == "unpack" else None
+            if other is not None and other is not d and all(facts.flow._definition_carries(x, 0) for x in (d, other)):
+                return True
     return False
 
 
