@@ -585,7 +585,7 @@ class Resolver:
         full = f"{relative_origin}.{rest}" if rest else relative_origin
         found = index.split(path, full, level)
         if found is not None:
-            self.module.consulted.add(index.resolved(found[0]))
+            self._consulted(found[0])
         return found
 
     def _star_origin(self, name: str) -> Optional[tuple[Path, str]]:
@@ -593,19 +593,12 @@ class Resolver:
         takes from a project module through `from utils import *`: the last such module that
         defines it (or offers it the same way)."""
         head = name.partition(".")[0]
-        collected, index, path = self.module.collected, self.module.index, self.module.path
-        if index is None or path is None or head in collected.classes or head in self.module.top_functions:
+        if head in self.module.collected.classes or head in self.module.top_functions:
             return None
         self._origins[name] = None  # while it is looked for: two modules that star-import each other
-        for node in reversed(collected.module.body):
-            if not (isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names)):
-                continue
-            found = index.module_file(path, node.module, node.level)
-            module = analysed(index, found) if found is not None else None
-            if found is None or module is None:
-                continue
+        for found, module in self._star_modules():
             if head in module.collected.classes or head in module.top_functions:
-                self.module.consulted.add(index.resolved(found))
+                self._consulted(found)
                 return found, name
             further = module.resolver._local_origin(name)
             if further is not None:
@@ -640,23 +633,32 @@ class Resolver:
     def _star_exported(self, name: str, depth: int) -> Optional[Callee]:
         """`name` offered through `from .common_tools import *` at the top of this module (a
         package `__init__` gathering its submodules): the last such module that offers it."""
-        index, path = self.module.index, self.module.path
-        if index is None or path is None:
-            return None
-        stars = [
-            node for node in self.module.collected.module.body
-            if isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names)
-        ]
-        for node in reversed(stars):
-            found = index.module_file(path, node.module or "", node.level)
-            if found is None:
-                continue
-            module = analysed(index, found)
-            callee = module.resolver.exported(name, depth + 1) if module is not None else None
+        for found, module in self._star_modules():
+            callee = module.resolver.exported(name, depth + 1)
             if callee is not None:
-                self.module.consulted.add(index.resolved(found))
+                self._consulted(found)
                 return callee
         return None
+
+    def _star_modules(self) -> Iterator[tuple[Path, "AnalysedModule"]]:
+        """The project modules this module imports with `from X import *` at its top, the last
+        first (a later star import shadows an earlier one)."""
+        index, path = self.module.index, self.module.path
+        if index is None or path is None:
+            return
+        for node in reversed(self.module.collected.module.body):
+            if not (isinstance(node, ast.ImportFrom) and node.module and any(a.name == "*" for a in node.names)):
+                continue
+            found = index.module_file(path, node.module, node.level)
+            module = analysed(index, found) if found is not None else None
+            if found is not None and module is not None:
+                yield found, module
+
+    def _consulted(self, path: Path) -> None:
+        """Remember that this module's reading depends on the module at `path` (for the cache)."""
+        index = self.module.index
+        if index is not None:
+            self.module.consulted.add(index.resolved(path))
 
     def method(self, cls: ast.ClassDef, name: str, depth: int) -> Optional[Callee]:
         found = self._methods.get((id(cls), name))
