@@ -811,8 +811,6 @@ class DataFlow:
             return False  # `criterion(out, y).data`, `loss.data`: of any receiver, no graph
         name = dotted(expr)
         if name is not None:
-            if isinstance(expr, ast.Attribute) and expr.attr in _NO_GRAPH_ATTRIBUTES:
-                return False
             base, updates = reaching(name, at.scope, at.order)
             if base is None:
                 if self._numeric_module(name):

@@ -45,7 +45,7 @@ ACCUMULATION_KEYWORDS: frozenset[str] = frozenset(k for spec in SPECS for k in s
 GRAPH_FREE_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.graph_free)
 # Frameworks whose backward writes each micro-batch's gradients over the last: nothing adds up,
 # so there is no window for a division by k to scale.
-OVERWRITING_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.overwrites_gradients)
+OVERWRITING_FRAMEWORKS: frozenset[Framework] = frozenset(spec.framework for spec in SPECS if spec.overwriting_optimizers)
 
 
 def overwriting_framework(constructor: str) -> Optional[Framework]:

@@ -15,7 +15,6 @@ SPEC = FrameworkSpec(
     Framework.GEMINI,
     constructors={name: Role.OPTIMIZER for name in GEMINI_OPTIMIZERS},
     zeroing_frameworks=frozenset({Framework.GEMINI}),
-    overwrites_gradients=True,
     overwriting_optimizers=GEMINI_OPTIMIZERS,
     package=PACKAGE,
 )

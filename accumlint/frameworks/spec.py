@@ -52,6 +52,6 @@ class FrameworkSpec:
     loss_scale_wrappers: frozenset[str] = frozenset()  # `LossScaleOptimizer(inner)`: an optimizer wrapping another
     accumulation_keywords: frozenset[str] = frozenset()  # an optimizer built with it accumulates and averages by itself
     graph_free: bool = False  # its tensors hold no autograd graph (the tape does): nothing to detach
-    overwrites_gradients: bool = False  # its backward replaces the gradients instead of adding to them
-    overwriting_optimizers: frozenset[str] = frozenset()  # `<built by it>.backward(loss)` is this framework's
+    # optimizers (`<built by it>.backward(loss)`) whose backward replaces the gradients instead of adding to them
+    overwriting_optimizers: frozenset[str] = frozenset()
     package: str = ""  # the package those optimizers must be imported from

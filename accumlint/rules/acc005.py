@@ -540,9 +540,7 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for site in sf.scope.calls:
             if not any(
-                class_like(dotted(argument.func)) and resolver.built_class(argument, sf.scope) is not None
-                if isinstance(argument, ast.Call) else (name := dotted(argument)) is not None and _made_by_a_call(name, sf.scope)
-                and resolver.instance_class(name, sf.scope) is not None
+                _project_object(argument, sf.scope, resolver)
                 for argument in [*site.call.args, *(kw.value for kw in site.call.keywords)]
             ):
                 continue  # no project object handed over: the callee reads as its own module reads it
@@ -569,6 +567,15 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
                     f"{_handed_text(classes, window)} handed to it here: {message}",
                     site.call,
                 )
+
+
+def _project_object(argument: ast.expr, scope: Scope, resolver: Resolver) -> bool:
+    """An argument that is an object of a project class: built in the call (`Scaler()`), or a
+    name built by a call in sight (`loss_scaler = NativeScaler()`)."""
+    if isinstance(argument, ast.Call):
+        return class_like(dotted(argument.func)) and resolver.built_class(argument, scope) is not None
+    name = dotted(argument)
+    return name is not None and _made_by_a_call(name, scope) and resolver.instance_class(name, scope) is not None
 
 
 def _made_by_a_call(name: str, scope: Scope) -> bool:

@@ -501,7 +501,7 @@ def _zeroed_on_one_branch(
     if branch is None:
         return
     test, taken = branch
-    changed = {name for s in stmts for name in _bound_by(s)}
+    changed = {name for name, bound in sf.scope.defs.items() if any(loop.contains(d.stmt) for d in bound)}
     if names_in(test.test) & (changed | set(loop.targets)) or any(isinstance(n, ast.Call) for n in ast.walk(test.test)):
         return  # a per-iteration test (`if i % k == 0:` zeroing at a window's start) is accumulation
     other = "orelse" if taken == "body" else "body"
@@ -538,20 +538,12 @@ def _common_branch(events: list[Event], loop: Loop) -> Optional[tuple[ast.If, st
     """The innermost `if` inside `loop` under one branch of which every event lies."""
     shared: Optional[list[tuple[ast.If, str]]] = None
     for event in events:
-        inside = [(node, branch) for node, branch in event.stmt.path if isinstance(node, ast.If) and _within(node, loop)]
+        inside = [
+            (node, branch) for node, branch in event.stmt.path
+            if isinstance(node, ast.If) and not loop.header.within(node)  # not an `if` around the loop
+        ]
         shared = inside if shared is None else [step for step in shared if step in inside]
     return shared[-1] if shared else None
-
-
-def _within(node: ast.AST, loop: Loop) -> bool:
-    return loop.node.lineno < getattr(node, "lineno", 0) <= (loop.node.end_lineno or 0)
-
-
-def _bound_by(stmt: Stmt) -> set[str]:
-    """The names a statement binds (assignment targets, augmented ones included)."""
-    node = stmt.node
-    targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else []
-    return {dotted(t) or "" for target in targets for t in ast.walk(target) if isinstance(t, (ast.Name, ast.Attribute))} - {""}
 
 
 def _message(step: Event, zeroed_before: bool, optimizer: Optional[str], wrapper: bool = False) -> str:
