@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
+import dataclasses
+
 import ast
 
 from accumlint.analysis import ModuleFacts
@@ -12,6 +14,7 @@ from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
 from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
+from accumlint.analysis.epoch_count import hand_epoch_count
 from accumlint.analysis.exprs import class_like, dotted, int_value, is_true, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
@@ -456,6 +459,12 @@ def _dropped_window(
     if roles.role(window.step.receiver) == Role.ENGINE or _one_outside_framework(window, scope):
         return None  # a DeepSpeed engine keeps its own accumulation boundary: not in sight here
     counted = _epoch_counter(window, module.resolver)
+    hand = hand_epoch_count(window, module.resolver) if counted is None else None
+    if hand is not None:
+        counted = (hand.name, hand.start, None)
+        if hand.loop is not window.micro_loop:  # a trainer's step method: read its caller's loop
+            events = module.windows_of(hand.loop.scope)[0]
+            window = dataclasses.replace(window, micro_loop=hand.loop, step_loop=hand.loop)
     if counted is None:
         return None
     counter, start, sized = counted
@@ -490,7 +499,13 @@ def _dropped_window(
             boundary = f"({counter} + 1) % {operand(source, window.k, MUL + 1)} == 0"
             edit = replace(source, gate.test, f"{boundary} or {end}")
             fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
-    if restarted is not None:
+    if hand is not None and not off_by_one:
+        message = (
+            f"the step is gated on `{source.segment(tested)}`, a count of the epoch's batches that starts again "
+            f"from 0 with each epoch, with no end-of-data clause and no step after the loop: the last "
+            f"len % {k_text} batches of each epoch never reach {stepped} in their epoch{_leftover(window, events)}"
+        )
+    elif restarted is not None:
         message = (
             f"the step is gated on `{source.segment(tested)}`, a count set to 0 before the loop and again at "
             f"each step, with no end-of-data clause and no step after the loop: the last len % {k_text} "
