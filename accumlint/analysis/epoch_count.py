@@ -9,6 +9,7 @@ across the methods of the class the loop reaches on every iteration."""
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
 
@@ -84,7 +85,7 @@ def _data_loop(window: Window, resolver: Resolver) -> Optional[tuple[Loop, Calla
         for candidate in method.loops:
             if candidate.entry or candidate.implicit or not isinstance(candidate.node, FOR_LOOPS):
                 continue
-            for reached, via in _methods_run(method, lambda s, c=candidate: _directly_in(c, s), resolver):
+            for reached, via in _methods_run(method, functools.partial(_directly_in, candidate), resolver):
                 if reached is entry:
                     found.append((candidate, via))
     if len(found) != 1:

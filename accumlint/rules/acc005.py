@@ -465,7 +465,7 @@ def _dropped_window(
         if hand.loop is not window.micro_loop:  # a trainer's step method: read its caller's loop
             events = module.windows_of(hand.loop.scope)[0]
             window = dataclasses.replace(window, micro_loop=hand.loop, step_loop=hand.loop)
-    if counted is None:
+    if counted is None or window.test is None:
         return None
     counter, start, sized = counted
     restarted = _restarted_count(window)
