@@ -44,6 +44,9 @@ _NO_GRAPH_FUNCTIONS = {
     "enumerate", "zip", "next", "iter", "print", "isinstance", "getattr", "list", "dict", "tuple",
     "no_grad", "randperm", "multinomial", "bernoulli",
 }
+# Fresh tensors a loop may fill by index, and the calls that move or cast one.
+_BUFFER_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
+_MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "bfloat16"})
 _ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
@@ -820,7 +823,7 @@ class DataFlow:
                 return True
             if any(u.kind == "inplace" and u.op == "requires_grad_" and not u.stmt.no_grad for u in updates):
                 return True  # `real.requires_grad_(True)`: a leaf whose uses build a graph
-            if self._appended_carry(name, base, at):
+            if self._appended_carry(name, base, at) or self._stored_carry(name, base, at, depth):
                 return True
             return any(
                 u.kind == "aug" and u.value is not None and self.carries_graph(u.value, u.stmt, depth + 1)
@@ -870,6 +873,29 @@ class DataFlow:
             if definition is not None and id(definition) in roots:
                 return True
         return False
+
+    def _stored_carry(self, name: str, base: Definition, at: Stmt, depth: int) -> bool:
+        """`dist = torch.zeros(n, m).cuda()`, then `dist[i, j] = loss_ij` before `at`: a buffer
+        written by index with graph-carrying values holds their graphs (its `grad_fn` chains every
+        store), though it was made without one."""
+        if base.kind != "assign" or not self._fresh_buffer(base.value):
+            return False
+        for stmt in at.scope.stmts:
+            node = stmt.node
+            if not (base.order < stmt.order < at.order) or stmt.no_grad or not isinstance(node, ast.Assign):
+                continue
+            if stmt.compatible(at) and any(
+                isinstance(target, ast.Subscript) and dotted(target.value) == name for target in node.targets
+            ) and self.carries_graph(node.value, stmt, depth + 1):
+                return True
+        return False
+
+    def _fresh_buffer(self, value: Optional[ast.expr]) -> bool:
+        """`torch.zeros(n, m)`, also moved or cast (`.cuda()`, `.to(device)`, `.float()`)."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+            value = value.func.value
+        name = dotted(value.func) if isinstance(value, ast.Call) else None
+        return name is not None and self._torch_function(name) and name.rsplit(".", 1)[1] in _BUFFER_FACTORIES
 
     def _slot_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
         """`output["metrics"]` where `output` is a dict display in sight or the dict displays a
@@ -1045,11 +1071,31 @@ class DataFlow:
             if element is None or element.index[:1] in {(0,), ()}:
                 return True
             fed_back = any(element.name in names_in(arg) for arg in [*call.args, *(kw.value for kw in call.keywords)])
-            return fed_back or any(hint in last_part(func).lower() for hint in _RECURRENT_HINTS)
+            return fed_back or any(hint in last_part(func).lower() for hint in _RECURRENT_HINTS) or (
+                self._model_element_carries(call, at, depth, element.index)
+            )
         values = [*call.args, *(kw.value for kw in call.keywords)]
         if receiver is not None:
             values.append(receiver)
         return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
+
+    def _model_element_carries(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...]) -> bool:
+        """`out, dist = model(x)` (or `model.forward_boosting(x)`) with `model` an instance of a
+        project module whose method returns `out, dist`, and `dist` is shown to hold a graph there
+        (computed from `out`, a buffer filled with losses)."""
+        func = call.func
+        owner, method = (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "forward")
+        name = dotted(owner)
+        cls = self.resolver.instance_class(name, at.scope) if name is not None else None
+        callee = self.class_method(cls, method, at.scope) if cls is not None else None
+        if callee is None and method == "forward":
+            callee = self._module_forward(call, at)
+        returned = returned_elements(callee.scope, index) if callee is not None else None
+        return bool(returned) and any(
+            not stmt.no_grad and callee.module.flow.carries_graph(value, stmt, depth + 1)
+            for value, stmt in returned or ()
+            if callee is not None
+        )
 
     def _names_a_model(self, name: Optional[str], at: Stmt) -> bool:
         """`self.model.head`, `rnn` with `rnn = nn.GRU(...)`: the name, or an object it is reached
