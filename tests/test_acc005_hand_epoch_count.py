@@ -134,6 +134,7 @@ def test_script_count_raised_after_the_gate_is_counted_from_zero() -> None:
     {"after": "optimizer.step()"},  # the tail is stepped after the loop
     {"after": "optimizer.zero_grad()"},  # the tail is dropped on purpose
     {"raise_": "if n_iter > 0:\n                n_iter += 1"},  # not raised on every micro-step
+    {"reset": "pass", "after": "if epoch % 2:\n            n_iter = 0"},  # not reset with every epoch
 ])
 def test_script_clean_twins(kwargs: dict) -> None:
     assert _acc005(_script(**kwargs)) == []

@@ -120,10 +120,8 @@ def hand_epoch_count(window: Window, resolver: Resolver) -> Optional[HandCount]:
     for method, stmt in _methods_run(data.scope, every_step, resolver):
         per_step.setdefault(id(method), stmt.order < order)
     epochs = data.parent
-    per_epoch = {
-        id(method) for method, _ in _methods_run(
-            data.scope, lambda s: epochs is not None and epochs.contains(s) and not data.contains(s), resolver
-        )
+    per_epoch = {  # methods the epoch loop calls on every pass, outside the loop over the data
+        id(method) for method, _ in _methods_run(data.scope, functools.partial(_directly_in, epochs), resolver)
     } if epochs is not None else set()
     raised: list[bool] = []  # for each increment: runs before the gate
     started = restarted = False
@@ -143,7 +141,7 @@ def hand_epoch_count(window: Window, resolver: Resolver) -> Optional[HandCount]:
                 if scope is data.scope:
                     if data.contains(stmt):
                         return None  # reset inside the loop: a window count, not an epoch's
-                    if epochs is not None and epochs.contains(stmt):
+                    if epochs is not None and _directly_in(epochs, stmt):
                         restarted = True
                     started = started or stmt.order < data.header.order
                 elif scope.name == "__init__" and _class_of(scope) is not None:
