@@ -17,7 +17,7 @@ from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import dotted, int_value, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
@@ -200,6 +200,106 @@ def _backward_only_no_sync(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Viola
                 f"micro-step still all-reduces; put the forward inside it too",
                 node,
             )
+
+
+def _accumulate_leaves_out(facts: ModuleFacts, sf: ScopeFacts) -> Iterator[Violation]:
+    """`with accelerator.accumulate(unet):` over the micro-steps while another model the same
+    Accelerator prepared for DDP (`text_encoder`, trained beside it) runs in the block:
+    `accumulate()` enters `no_sync()` only for the models it is given, so the other one
+    all-reduces its gradients on every micro-step."""
+    for site in sf.scope.calls:
+        receiver, method = method_of(site.call)
+        owner = dotted(receiver) if receiver is not None else None
+        if not site.context_manager or method != accelerate.ACCUMULATE_CONTEXT or owner is None:
+            continue
+        if facts.roles.role(owner) != Role.ACCELERATOR or site.stmt.loop is None:
+            continue
+        named = _accumulated_models(site.call, site.stmt)
+        if named is None:
+            continue
+        block = site.stmt.node
+        inside = [s for s in sf.scope.stmts if s.within(block)]
+        left_out: list[tuple[str, Definition]] = []
+        for model in sorted(_ddp_models(facts) - named):
+            prepared = next((
+                d for scope in sf.scope.binding_scopes(model) for d in scope.definitions(model)
+                if _preparer(d, facts) == owner
+            ), None)
+            if prepared is None or not _runs_the_model(model, inside, sf.scope, facts):
+                continue
+            if not _in_train_mode(model, site.stmt, sf.scope) or _only_graph_free_forwards(model, site.stmt.loop, sf.scope, block):
+                continue  # a model kept in eval mode, or run under no_grad or detached: no gradient of its own to sync
+            left_out.append((model, prepared))
+        if left_out:
+            models = ", ".join(f"`{model}`" for model, _ in left_out)
+            lines = ", ".join(str(n) for n in sorted({getattr(prepared.stmt.node, "lineno", 0) for _, prepared in left_out}))
+            yield Violation(
+                CODE,
+                f"`{facts.source.segment(site.call)}` enters `no_sync()` only for the models it is given: "
+                f"{models}, prepared by `{owner}.prepare` (line {lines}) and trained in this block, "
+                f"{'all-reduces its' if len(left_out) == 1 else 'all-reduce their'} gradients on every "
+                f"micro-step; pass {'it' if len(left_out) == 1 else 'them'} to `accumulate` too",
+                site.call,
+            )
+
+
+def _in_train_mode(model: str, header: Stmt, scope: Scope) -> bool:
+    """The function puts the model in training mode (`model.train()`), and no `model.eval()` on
+    the way into the block undoes it (a discriminator kept in eval mode while the generator trains)."""
+    trained = False
+    for site in scope.calls:
+        receiver, method = method_of(site.call)
+        if receiver is None or dotted(receiver) != model or method not in {"train", "eval"}:
+            continue
+        if method == "train" and not (site.call.args and not is_true(site.call.args[0])):
+            trained = True
+        elif header.loop is not None and header.loop.contains(site.stmt) and site.stmt.order < header.order and site.stmt.compatible(header):
+            return False
+    return trained
+
+
+def _accumulated_models(call: ast.Call, at: Stmt) -> Optional[set[str]]:
+    """The models `accumulate(...)` is given: names, a list or tuple of names, or a list named in
+    sight with what is appended to it or extended by (`models_to_accumulate = [unet]`, then
+    `models_to_accumulate.append(text_encoder)`); None when the code does not show them all."""
+    named: set[str] = set()
+    for argument in call.args:
+        value = argument.value if isinstance(argument, ast.Starred) else argument
+        name = dotted(value)
+        if isinstance(value, (ast.List, ast.Tuple)):
+            elements = [dotted(e) for e in value.elts]
+            if None in elements:
+                return None
+            named.update(e for e in elements if e is not None)
+        elif name is None:
+            return None
+        elif isinstance(argument, ast.Starred) or _list_in_sight(name, at) is not None:
+            listed = _list_in_sight(name, at)
+            if listed is None:
+                return None
+            named |= listed
+        else:
+            named.add(name)
+    return named if named and not call.keywords else None
+
+
+def _list_in_sight(name: str, at: Stmt) -> Optional[set[str]]:
+    """The names a list built here holds: its display, then every `append(x)`/`extend([...])`
+    on it in this function (None when it is built some other way or holds something else)."""
+    base, updates = reaching(name, at.scope, at.order)
+    if base is None or updates or base.kind != "assign" or not isinstance(base.value, (ast.List, ast.Tuple)):
+        return None
+    held = [dotted(e) for e in base.value.elts]
+    for site in at.scope.calls:
+        receiver, method = method_of(site.call)
+        if receiver is None or dotted(receiver) != name or method not in {"append", "extend"}:
+            continue
+        for argument in site.call.args:
+            items = argument.elts if method == "extend" and isinstance(argument, (ast.List, ast.Tuple)) else [argument]
+            if method == "extend" and not isinstance(argument, (ast.List, ast.Tuple)):
+                return None
+            held.extend(dotted(item) for item in items)
+    return None if None in held else {h for h in held if h is not None}
 
 
 def _forward_under_no_sync_before(model: str, header: Stmt, scope: Scope, facts: ModuleFacts) -> bool:
@@ -555,12 +655,15 @@ def _rewraps(value: Optional[ast.expr], name: str, roles: Roles) -> bool:
     )
 
 
-def _only_graph_free_forwards(model: str, loop: Loop, scope: Scope) -> bool:
-    """Every statement of the loop that reads the model is a forward under `torch.no_grad()`, or
-    binds its outputs to names that the loop reads only through `.detach()` (`t = t.detach()`,
-    `ts = [t.detach() for t in ts]`)."""
-    statements = {id(o.stmt): o.stmt for o in scope.occurrences if o.name == model and not o.write and loop.contains(o.stmt)}
-    statements.update({id(site.stmt): site.stmt for site in scope.calls if dotted(site.call.func) == model and loop.contains(site.stmt)})
+def _only_graph_free_forwards(model: str, loop: Loop, scope: Scope, block: Optional[ast.AST] = None) -> bool:
+    """Every statement of the loop (of `block` in it, when given) that reads the model is a forward
+    under `torch.no_grad()`, or binds its outputs to names that the loop reads only through
+    `.detach()` (`t = t.detach()`, `ts = [t.detach() for t in ts]`)."""
+    def counted(stmt: Stmt) -> bool:
+        return loop.contains(stmt) and (block is None or stmt.within(block))
+
+    statements = {id(o.stmt): o.stmt for o in scope.occurrences if o.name == model and not o.write and counted(o.stmt)}
+    statements.update({id(site.stmt): site.stmt for site in scope.calls if dotted(site.call.func) == model and counted(site.stmt)})
     if not statements:
         return False
     for stmt in statements.values():
@@ -772,6 +875,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
         yield from _flag_after_forward(sf)
+        yield from _accumulate_leaves_out(facts, sf)
     if _sync_managed_in(facts.analysed, facts):
         return
     reported: set[int] = set()
