@@ -541,7 +541,7 @@ class DataFlow:
         ):
             return NEUTRAL  # `eps=1e-7`, never handed anything but a number
         results = []
-        sites = [(site, self) for site in self._calls_of(scope)] or self._calls_from_importers(scope)
+        sites = [(site, self) for site in self._calls_of(scope)] or self.calls_from_importers(scope)
         for site, flow in sites:
             bound = _bound_to(site.call, scope.params, {param.name})
             if len(bound) != 1 or isinstance(bound[0], ast.Starred):
@@ -592,7 +592,7 @@ class DataFlow:
             found = memo[id(function)] = _sites_running(self, function, lambda callee: callee.scope is function)
         return found
 
-    def _calls_from_importers(self, function: Scope) -> list[tuple[CallSite, DataFlow]]:
+    def calls_from_importers(self, function: Scope) -> list[tuple[CallSite, DataFlow]]:
         """The call sites in the project's other modules that run `function` (a project optimizer
         class's `step(loss, ...)` driven from the training script), each with its module's flow.
         Asked only when this module never calls the function itself."""

@@ -356,15 +356,20 @@ def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts, at: Stmt)
     a caller seen to backward what it returns keeps it silent."""
     if not _handed_out(facts, scope, name):
         return False
-    callers = _callers(facts, scope)
+    callers = [(site, sf.scope, sf.events) for sf, site in _callers(facts, scope)]
+    if not callers:
+        # `train_one_epoch(...)` called only from the training script, another module of the project
+        for site, flow in facts.flow.calls_from_importers(scope):
+            caller = site.stmt.scope
+            callers.append((site, caller, flow.resolver.module.windows_of(caller)[0]))
     if not callers:
         built = _built_choices(name, at)
         return not built or not all(class_like(dotted(b.func)) or _meter_class(b) is not None for b in built)
-    for sf, site in callers:
+    for site, caller, events in callers:
         if isinstance(site.stmt.node, ast.Expr) and site.stmt.node.value is site.call:
             continue  # `self.train(loader)` as a statement: its result is thrown away
-        targets = {d.name for ds in sf.scope.defs.values() for d in ds if d.stmt is site.stmt}
-        if targets & backward_ancestry(sf.scope, sf.events) or not targets:
+        targets = {d.name for ds in caller.defs.values() for d in ds if d.stmt is site.stmt}
+        if targets & backward_ancestry(caller, events) or not targets:
             return True
     return False
 
