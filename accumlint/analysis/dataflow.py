@@ -1090,12 +1090,11 @@ class DataFlow:
         callee = self.class_method(cls, method, at.scope) if cls is not None else None
         if callee is None and method == "forward":
             callee = self._module_forward(call, at)
-        returned = returned_elements(callee.scope, index) if callee is not None else None
-        return bool(returned) and any(
-            not stmt.no_grad and callee.module.flow.carries_graph(value, stmt, depth + 1)
-            for value, stmt in returned or ()
-            if callee is not None
-        )
+        if callee is None:
+            return False
+        flow = callee.module.flow
+        returned = returned_elements(callee.scope, index) or []
+        return any(not stmt.no_grad and flow.carries_graph(value, stmt, depth + 1) for value, stmt in returned)
 
     def _names_a_model(self, name: Optional[str], at: Stmt) -> bool:
         """`self.model.head`, `rnn` with `rnn = nn.GRU(...)`: the name, or an object it is reached

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator, Optional
 
-import dataclasses
-
 import ast
+import dataclasses
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event

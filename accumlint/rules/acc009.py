@@ -273,13 +273,11 @@ def _accumulated_models(call: ast.Call, at: Stmt) -> Optional[set[str]]:
             named.update(e for e in elements if e is not None)
         elif name is None:
             return None
-        elif isinstance(argument, ast.Starred) or _list_in_sight(name, at) is not None:
-            listed = _list_in_sight(name, at)
-            if listed is None:
-                return None
-            named |= listed
         else:
-            named.add(name)
+            listed = _list_in_sight(name, at)
+            if listed is None and isinstance(argument, ast.Starred):
+                return None  # `*models` of a list the code builds out of sight
+            named |= listed if listed is not None else {name}
     return named if named and not call.keywords else None
 
 
