@@ -631,7 +631,7 @@ class DataFlow:
 
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
         """The return values of the function the call runs, with the data flow of its module."""
-        callee = self.resolver.resolve(call, at.scope) or self._module_forward(call, at)
+        callee = self.callee_of(call, at)
         if callee is None:
             return self._aliased_returns(call, at)
         if not callee.scope.returns:
@@ -659,6 +659,11 @@ class DataFlow:
         if len({id(c.module) for c in callees}) != 1:
             return None
         return [ret for c in callees for ret in c.scope.returns], callees[0].module.flow
+
+    def callee_of(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+        """The project function a call runs: a function or method the resolver finds, or the
+        `forward` of a project module called as `model(x)`."""
+        return self.resolver.resolve(call, at.scope) or self._module_forward(call, at)
 
     def _module_forward(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
         """`criterion(pred, target)` with `criterion = YoloLoss(...)` (or `self.criterion` built so in

@@ -12,6 +12,7 @@ from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
+from accumlint.analysis.calls import Callee
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
@@ -202,6 +203,33 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
     return None
 
 
+def _yielded_by_a_generator(event: Event, sf, facts: ModuleFacts) -> bool:
+    """`for loss, last in model(x):` where the project function the loop runs (a module's
+    `forward`) yields losses: a generator keeps its locals between yields (a memory carried from
+    segment to segment), so a later loss's graph may run through this one's; whether it does is
+    not in sight. A generator of batches builds no graph."""
+    ancestry = backward_ancestry(sf.scope, [event])
+    for loop in event.stmt.loops:
+        iterable = loop.iter_expr
+        if not isinstance(iterable, ast.Call) or not set(loop.targets) & ancestry:
+            continue
+        callee = facts.flow.callee_of(iterable, loop.header)
+        if callee is not None and _yields_a_graph(callee):
+            return True
+    return False
+
+
+def _yields_a_graph(callee: Callee) -> bool:
+    """The function yields graph-carrying values (a segment's loss), not data (a batch)."""
+    flow = callee.module.flow
+    for stmt in callee.scope.stmts:
+        node = stmt.node
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Yield) and node.value.value is not None:
+            if flow.carries_graph(node.value.value, stmt):
+                return True
+    return False
+
+
 def _written_into_before(name: str, scope: Scope, outer: Loop) -> bool:
     """`targets[i, idx] += resid[i]` before the loop: an in-place write into the shared tensor of a
     value not shown to be graph-free makes it part of a graph that every iteration's backward
@@ -288,6 +316,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue  # torch.autograd.grad in the same iteration may reuse the graph
                 if any(_graph_from_before(event, sf, facts, loop) is not None for loop in event.stmt.loops):
                     continue  # the next iteration's backward (of this loop or an inner one) goes through it again
+                if _yielded_by_a_generator(event, sf, facts):
+                    continue
                 reason = "no later backward in the iteration goes through it"
                 removable = True
             chained = _chains(event, sf, facts, outer)
