@@ -406,10 +406,8 @@ class Resolver:
                 classes.add(found)
             elif definition.kind == "assign" and isinstance(value, ast.Constant) and value.value is None:
                 continue  # `self.x = None` until it is built
-            elif definition.kind == "assign" and isinstance(value, ast.Call) and class_like(dotted(value.func)):
-                classes.add(dotted(value.func) or "")
             elif definition.kind == "assign" and isinstance(value, ast.Call):
-                made = self._factory_class(value, definition.stmt.scope)
+                made = self._call_class(value, definition.stmt.scope)
                 if made is None:
                     return None
                 classes.add(made)
@@ -420,17 +418,24 @@ class Resolver:
         if len(classes) != 1:
             return None
         cls = classes.pop()
-        return cls if cls in self._foreign or self._project_class(cls) else None
+        return cls if self._of_project(cls) else None
 
     def built_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """The project class a call builds (`Scaler()`, or a project factory that returns one), by
         the name instance_class gives it; None for anything else."""
         built = _module_itself(call)
-        if isinstance(built, ast.Call):
-            call = built
+        made = self._call_class(built if isinstance(built, ast.Call) else call, scope)
+        return made if made is not None and self._of_project(made) else None
+
+    def _call_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
+        """The class a call builds, by name: the class called (`Meter(...)`), or the one a project
+        factory returns (`create_meter(cfg)`); None when it shows none."""
         name = dotted(call.func)
-        made = name if class_like(name) else self._factory_class(call, scope)
-        return made if made is not None and (made in self._foreign or self._project_class(made)) else None
+        return name if class_like(name) else self._factory_class(call, scope)
+
+    def _of_project(self, cls: str) -> bool:
+        """A class of the project, or one a caller in another module handed over."""
+        return cls in self._foreign or self._project_class(cls)
 
     def _factory_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """`create_loss_function(cfg)` of the project that returns an instance of one project class

@@ -103,7 +103,7 @@ def hand_epoch_count(window: Window, resolver: Resolver) -> Optional[HandCount]:
         return None
     base, _ = plus_constant(test.counter)
     name = dotted(base)
-    found = _data_loop(window, resolver)
+    found = _data_loop(window, resolver) if name is not None else None
     if name is None or found is None:
         return None
     data, every_step, via = found
