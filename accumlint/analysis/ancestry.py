@@ -35,9 +35,11 @@ def _ancestry_of(scope: Scope, event: Event) -> set[str]:
     return set(ancestry_definitions(scope, event))
 
 
-def ancestry_definitions(scope: Scope, event: Event) -> dict[str, list[Definition]]:
+def ancestry_definitions(scope: Scope, event: Event, into_outputs: bool = False) -> dict[str, list[Definition]]:
     """The names read on the way to the backward's tensor, each with the definitions of it that
-    the way reaches (none for a parameter or an attribute set in another method)."""
+    the way reaches (none for a parameter or an attribute set in another method). With
+    `into_outputs`, a field of a local output (`outs.logits`) is traced to that output's own
+    definitions, to tell one forward's outputs from another's."""
     found: dict[str, list[Definition]] = {}
     if event.tensor is None:
         return found
@@ -49,6 +51,10 @@ def ancestry_definitions(scope: Scope, event: Event) -> dict[str, list[Definitio
             continue
         seen.add((name, before))
         base, updates = reaching(name, scope, before)
+        root = name.split(".")[0]
+        if into_outputs and base is None and not updates and root not in {name, "self"} and scope.definitions(root):
+            pending.append((root, before))
+            continue
         reached = found.setdefault(name, [])
         for definition in ([base] if base is not None else []) + updates:
             if all(definition is not known for known in reached):

@@ -8,13 +8,15 @@ the next one reads or changes the gradients (no `.grad`, no step, zero_grad, cli
 from __future__ import annotations
 
 import ast
+from dataclasses import replace
 from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
-from accumlint.analysis.calls import Callee
+from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
+from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import checking_test_loop
@@ -75,7 +77,7 @@ def _later_backwards(event: Event, events: list[Event], outer: Loop) -> list[Eve
 
 def _next_through_the_same_graph(event: Event, later: list[Event], sf, facts: ModuleFacts) -> Optional[Event]:
     """The next backward, when one of the later backwards may run through this one's graph."""
-    first = ancestry_definitions(sf.scope, event)
+    first = ancestry_definitions(sf.scope, event, into_outputs=True)
     if not any(_through_the_same_graph(event, first, other, sf, facts) for other in later):
         return None  # a GAN's G step on a fresh forward: the D graph is never used again
     return min(later, key=lambda e: e.order)
@@ -88,7 +90,7 @@ def _through_the_same_graph(event: Event, first: dict[str, list[Definition]], la
     a method of this class may read what this pass left on `self`: also the same graph, as far as
     we can tell."""
     scope: Scope = sf.scope
-    second = ancestry_definitions(scope, later)
+    second = ancestry_definitions(scope, later, into_outputs=True)
     if any(_reads_own_methods(d, scope) for ds in second.values() for d in ds if d.order > event.order):
         return True
     for name in first.keys() & second.keys():
@@ -126,8 +128,18 @@ def _may_carry(name: str, scope: Scope, facts: ModuleFacts) -> bool:
     """A name bound outside this function: graph-free only when every binding in sight is."""
     if name.split(".")[0] in facts.collected.imports:
         return False  # `torch.FloatTensor`, `np.random`: a module, no tensor
+    if _setting_read(name):
+        return False  # `self.training_args.clip_loss_value`: a setting handed to a loss function
     bindings = [d for seen in scope.sight() for d in seen.definitions(name)]
     return not bindings or any(d.kind == "param" or facts.flow._definition_carries(d, 0) for d in bindings)
+
+
+_SETTING_HOLDERS = ("args", "config", "cfg", "hparams", "opt", "opts")
+
+
+def _setting_read(name: str) -> bool:
+    """A value read from a holder of settings (`args.margin`, `self.cfg.loss.weight`)."""
+    return any(part.lower().endswith(_SETTING_HOLDERS) for part in name.split(".")[:-1])
 
 
 def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
@@ -143,12 +155,15 @@ def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
     return inner
 
 
-def _shares_graph(event: Event, inner: Loop, sf) -> bool:
+def _shares_graph(event: Event, inner: Loop, sf, facts: ModuleFacts) -> bool:
     """The repeated backward runs through values built before the inner loop (shared features)."""
     for name in backward_ancestry(sf.scope, [event]):
         for definition in sf.scope.definitions(name):
             if definition.kind == "for" and definition.stmt.node is inner.node and not _counts(inner):
-                return True  # `for loss in losses:` over values computed before the loop
+                iterable = inner.iter_expr
+                if name == dotted(event.tensor) or (iterable is not None and facts.flow.carries_graph(iterable, inner.header)):
+                    return True  # `for loss in losses:` over values computed before the loop (not batches)
+                continue
             if not inner.contains(definition.stmt) and definition.stmt.loops and definition.order < inner.header.order:
                 if definition.kind in {"assign", "unpack"}:
                     return True
@@ -277,17 +292,98 @@ def _between(sf, outer: Loop, start: int, end: int) -> list[Stmt]:
     return [s for s in sf.scope.stmts if outer.contains(s) and start < s.order < end]
 
 
+def _handed_tensor(call: Event, found: Reached) -> Optional[ast.expr]:
+    """What a called function's backward differentiates, as the caller hands it in: `loss` for
+    `self.optimizer.grad_norm(loss)` whose body runs `(loss * self.scaler.scale).backward(...)`.
+    None unless the backward's graph comes from exactly one parameter, besides locals and
+    attributes of objects that hold no graph (a loss scaler), and the function runs no other
+    backward or `autograd.grad` that could be what keeps the graph."""
+    helper = found.event.stmt.scope
+    if call.call is None or len(found.calls) != 1 or found.event.stmt.loops:
+        return None
+    if sum(e.kind == BACKWARD for e in found.module.direct[id(helper)]) != 1:
+        return None
+    if any(method_of(site.call)[1] == "grad" for site in helper.calls):
+        return None
+    names = ancestry_definitions(helper, found.event)
+    params = [n for n in names if n in helper.params and n not in {"self", "cls"}]
+    others = [n for n in names if n not in params]
+    if len(params) != 1 or not all(names[n] or _graph_free_attribute(n, helper, found.module) for n in others):
+        return None
+    assert call.callee is not None
+    bound = bound_arguments(call.call, call.callee)
+    return bound.get(params[0]) if bound is not None else None
+
+
+def _graph_free_attribute(name: str, scope: Scope, module: AnalysedModule) -> bool:
+    """`self.loss_scaler.loss_scale` where the class only ever sets `self.loss_scaler` to None,
+    a constant or an object it builds: no tensor with a graph."""
+    parts = name.split(".")
+    if parts[0] != "self" or len(parts) < 2:
+        return False
+    bindings = [d for seen in scope.sight() for d in seen.definitions(".".join(parts[:2]))]
+    return bool(bindings) and all(_plain_binding(d.value, module) for d in bindings)
+
+
+def _plain_binding(value: Optional[ast.expr], module: AnalysedModule) -> bool:
+    if isinstance(value, ast.IfExp):
+        return _plain_binding(value.body, module) and _plain_binding(value.orelse, module)
+    if isinstance(value, ast.Constant):
+        return True
+    if not isinstance(value, ast.Call):
+        return False
+    callee = dotted(value.func)
+    return class_like(callee) or last_part(callee) in module.collected.classes
+
+
+def _as_handed(event: Event) -> list[Event]:
+    """A backward as the loop sees it: a direct one as it is; a called function's, with the
+    tensor the caller hands in (None where that cannot be read: it may be any graph)."""
+    if event.helper is None or event.callee is None:
+        return [event]
+    views = []
+    for found in reached(event, BACKWARD):
+        handed = _handed_tensor(event, found)
+        views.append(replace(event, tensor=handed, retain_graph=found.event.retain_graph))
+    return views or [replace(event, tensor=None)]
+
+
+def _retaining(sf) -> Iterator[tuple[Event, Optional[Reached]]]:
+    """The backward passes in a loop that keep their graph: the loop's own, and those of a
+    function it calls (with the tensor handed in), which only the caller's loop can judge."""
+    for event in sf.events:
+        if event.kind != BACKWARD or not event.stmt.loops:
+            continue
+        if event.helper is None:
+            if event.call is not None and retains_graph(event):
+                yield event, None
+            continue
+        if event.callee is None:
+            continue
+        for found in reached(event, BACKWARD):
+            if not retains_graph(found.event):
+                continue
+            handed = _handed_tensor(event, found)
+            if handed is not None:
+                yield replace(event, tensor=handed, retain_graph=found.event.retain_graph), found
+
+
+def _helper_site(found: Reached, handed: str) -> str:
+    line = getattr(found.event.stmt.node, "lineno", "?")
+    where = f"{found.module.path.name}:{line}" if found.module.path is not None else f"line {line}"
+    return f"`{found.event.stmt.scope.name}()` ({where}) runs `backward(retain_graph=True)` on the `{handed}` handed in here"
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
-        for event in sf.events:
-            if event.kind != BACKWARD or event.call is None or event.helper or not retains_graph(event):
-                continue
-            if not event.stmt.loops:
-                continue
+        for event, through in _retaining(sf):
+            assert event.call is not None
             outer = event.stmt.loops[0]
             if checking_test_loop(sf.scope, [s for s in sf.scope.stmts if outer.contains(s)], facts.analysed.path):
                 continue  # a test running backward once per case: no graph outlives what it checks
-            later = _later_backwards(event, sf.events, outer)
+            later = [view for e in _later_backwards(event, sf.events, outer) for view in _as_handed(e)]
+            if any(view.tensor is None and view.helper for view in later):
+                continue  # a called backward of a tensor not in sight may run through this graph
             following = _next_through_the_same_graph(event, later, sf, facts) if later else None
             repeating = _repeating_loop(event, sf.events)
             removable = False
@@ -299,7 +395,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     f"nothing reads or changes the gradients before the next backward (line "
                     f"{getattr(following.stmt.node, 'lineno', 0)}): one backward of the summed losses gives the same gradients"
                 )
-            elif repeating is not None and _shares_graph(event, repeating, sf) and (
+            elif repeating is not None and _shares_graph(event, repeating, sf, facts) and (
                 repeating is not outer or dotted(event.tensor) in repeating.targets
             ):
                 # (`for loss in losses:` over losses of one graph built before the loop, PCGrad)
@@ -326,6 +422,13 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 if chained else "one extra graph held per iteration"
             )
             fix = None
+            if through is not None:
+                # A called function's pass is judged only where nothing runs through its graph
+                # again: a second pass may need the gradients it left (read by hooks out of sight).
+                if removable:
+                    handed = facts.source.segment(event.tensor) if event.tensor is not None else "value"
+                    yield Violation(CODE, f"{_helper_site(through, handed)}, but {reason}: {cost}", event.call)
+                continue
             if removable:
                 edit = remove_keyword(facts.source, event.call, "retain_graph")
                 fix = Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None
