@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, settings
@@ -102,19 +104,50 @@ def _unscaled_each_micro_step(window: Window, clip: Event, unscales: list[Event]
     return any(window.every_micro_step(u.stmt) for u in unscales)
 
 
+def _clip_calls(sf: ScopeFacts, facts: ModuleFacts) -> Iterator[tuple[Stmt, ast.Call, Callee]]:
+    """Calls of project functions that clip: in a loop, the calls the loop's events hold; in a
+    function without a loop (whose events hold only its own), its resolved calls."""
+    if sf.scope.loops:
+        for event in sf.events:
+            if event.kind == CLIP and event.callee is not None and event.call is not None and event.stmt.loops:
+                yield event.stmt, event.call, event.callee
+        return
+    resolver = facts.analysed.resolver
+    for site in sf.scope.calls:
+        callee = resolver.resolve(site.call, sf.scope)
+        if callee is not None and callee.scope is not sf.scope and CLIP in resolver.kinds(callee):
+            yield site.stmt, site.call, callee
+
+
+def _bare_clip_in(callee: Callee) -> Optional[Event]:
+    """The clip of a called function that only clips (`self._clip_gradients(max_norm)`): no
+    backward, step or `unscale_` of its own, so the caller decides what it clips."""
+    events = callee.module.direct.get(id(callee.scope), [])
+    if any(e.kind in {BACKWARD, STEP, UNSCALE} for e in events):
+        return None
+    clips = [e for e in events if e.kind == CLIP and e.call is not None and not e.self_unscaling and not e.stmt.loops]
+    return min(clips, key=lambda e: e.order) if clips else None
+
+
+def _scaler_step_after(stmt: Stmt, scaler: Optional[str], events: list[Event], region: Callable[[Stmt], bool]) -> bool:
+    """The caller steps `scaler` after this statement, on its branch."""
+    return any(
+        e.kind == STEP and e.scaler == scaler and e.order > stmt.order and region(e.stmt)
+        and e.stmt.compatible(stmt) and not settings.apart(stmt, e.stmt)
+        for e in events
+    )
+
+
 def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
-    """`scaler.scale(loss).backward()` in the loop, then `self._optimizer_step()` that clips and
-    steps the scaler: the clip is reported where it is written (in this module), report only,
-    since another caller of that function might unscale first."""
-    for call_event in sf.events:
-        callee = call_event.callee
-        if call_event.kind != CLIP or callee is None or call_event.call is None or call_event.stmt.loop is None:
-            continue
-        loop = call_event.stmt.loops[0]
+    """`scaler.scale(loss).backward()`, then `self._optimizer_step()` that clips and steps the
+    scaler, or `self._clip_gradients()` that only clips before this function steps the scaler:
+    the clip is reported where it is written (in this module), report only, since another caller
+    of that function might unscale first."""
+    for stmt, call, callee in _clip_calls(sf, facts):
+        region: Callable[[Stmt], bool] = stmt.loops[0].contains if stmt.loops else (lambda _: True)
         before = [
             e for e in sf.events
-            if e.order < call_event.order and loop.contains(e.stmt) and e.stmt.compatible(call_event.stmt)
-            and e.kind in {BACKWARD, UNSCALE}
+            if e.order < stmt.order and region(e.stmt) and e.stmt.compatible(stmt) and e.kind in {BACKWARD, UNSCALE}
         ]
         last = _last_exclusive(before)
         scaled = [e for e in last if e.kind == BACKWARD and _scaler_behind(e) is not None]
@@ -122,6 +155,10 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
             continue  # no scaled backward right before the call, or an unscale_ in between
         scaler = _scaler_behind(scaled[0])
         clip = _unscaled_clip_in(callee)
+        if clip is None:
+            clip = _bare_clip_in(callee)
+            if clip is not None and not _scaler_step_after(stmt, scaler, sf.events, region):
+                continue  # only clips, and no step of this scaler follows here
         if clip is None or clip.call is None or id(clip.call) in reported:
             continue
         reported.add(id(clip.call))
@@ -130,7 +167,7 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
         if backward.callee is not None:
             scaled_text += f" in `{backward.callee.scope.name}()`"
         if callee.module is facts.analysed:
-            line = getattr(call_event.stmt.node, "lineno", "?")
+            line = getattr(stmt.node, "lineno", "?")
             yield Violation(
                 CODE,
                 f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` is called at line {line} after "
@@ -143,7 +180,7 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
                 CODE,
                 f"gradient clipping runs on scaled gradients: `{callee.scope.name}()` ({where}) clips before any "
                 f"`unscale_()`, and it is called here after {scaled_text}",
-                call_event.call,
+                call,
             )
 
 
