@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ast
-
 from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, settings

@@ -16,10 +16,10 @@ from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.reach import Reached, reached
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
+from accumlint.analysis.reach import Reached, reached
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import checking_test_loop
+from accumlint.rules.common import checking_test_loop, place_in
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
 
@@ -369,8 +369,7 @@ def _retaining(sf) -> Iterator[tuple[Event, Optional[Reached]]]:
 
 
 def _helper_site(found: Reached, handed: str) -> str:
-    line = getattr(found.event.stmt.node, "lineno", "?")
-    where = f"{found.module.path.name}:{line}" if found.module.path is not None else f"line {line}"
+    where = place_in(found.module, found.event.stmt.node)
     return f"`{found.event.stmt.scope.name}()` ({where}) runs `backward(retain_graph=True)` on the `{handed}` handed in here"
 
 
