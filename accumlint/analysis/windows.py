@@ -56,6 +56,9 @@ class Window:
     passed_test: Optional[ast.expr] = None
     # steps in the micro-loop outside every step block (an extra update in an inner `while`)
     other_steps: list[Event] = field(default_factory=list)
+    # backward statements on both branches of the gate (`if boundary: backward; step` / `else:
+    # backward`, apex's `delay_unscale` form): together they run on every micro-step
+    paired: set[int] = field(default_factory=set)
 
     def _own_block(self, stmt: Stmt) -> bool:
         if self.form == "gate":
@@ -81,9 +84,15 @@ class Window:
         opt, update_grad=...)`): a backward of every micro-step."""
         if self.form != "callee" or event.stmt is not self.step.stmt or event.callee is None:
             return False
-        inside = event.callee.module.direct.get(id(event.callee.scope), [])
+        inside = [e for e in event.callee.module.direct.get(id(event.callee.scope), []) if e.kind == BACKWARD]
+        tests = [[node for node, _ in e.stmt.path if isinstance(node, ast.If)] for e in inside]
+        if any(not found for found in tests):
+            return True
+        # `if update: loss.backward(); step()` / `else: loss.backward()`: one of them on every call
+        gates = {id(found[0]): found[0] for found in tests if len(found) == 1}
         return any(
-            e.kind == BACKWARD and not any(isinstance(node, ast.If) for node, _ in e.stmt.path) for e in inside
+            {branch for e in inside for node, branch in e.stmt.path if node is gate and _plainly_in(e.stmt, gate)} == {"body", "orelse"}
+            for gate in gates.values() if isinstance(gate, ast.If)
         )
 
     def in_step_block(self, stmt: Stmt) -> bool:
@@ -106,6 +115,8 @@ class Window:
         """Runs on every micro-step of this window: not in any gate's block, not after an early
         `continue` on a non-boundary micro-step, not on a branch that excludes this window's step
         (an AMP path versus a plain path)."""
+        if id(stmt) in self.paired and self.gate_header is not None:
+            return self.every_micro_step(self.gate_header)  # one of the pair runs whenever the gate's `if` does
         if not self.micro_loop.contains(stmt) or not stmt.compatible(self.step.stmt):
             return False
         for header in self.skips:
@@ -1025,6 +1036,7 @@ def find_windows(
         skips = [stmt for stmt, _ in _continue_gates(loop, scope, events)]
         for window in found:
             window.skips = skips
+            window.paired = _paired_backwards(window, events)
             window.siblings = [w for w in found if w is not window]
             window.steps = [e for e in events if e.kind == STEP and window.in_step_block(e.stmt)]
             window.other_steps = [
@@ -1045,6 +1057,31 @@ def find_windows(
                 window.k_names = k_aliases(window.k, scope)
                 windows.append(window)
     return windows
+
+
+def _paired_backwards(window: Window, events: list[Event]) -> set[int]:
+    """`if (i + 1) % k == 0: loss.backward(); step()` / `else: loss.backward()`: a backward on
+    each branch of the gate, the step branch's before its step. One of them runs on every
+    micro-step, so both are read as the window's per-micro-step backward (each must be divided)."""
+    gate, branch = window.gate, window.branch
+    if window.form != "gate" or gate is None or branch is None:
+        return set()
+    other = "orelse" if branch == "body" else "body"
+    backwards = [e for e in events if e.kind == BACKWARD and e.helper is None and _plainly_in(e.stmt, gate)]
+    stepping = [e for e in backwards if e.stmt.within(gate, branch) and e.order < window.step.order]
+    plain = [e for e in backwards if e.stmt.within(gate, other)]
+    if not stepping or not plain:
+        return set()
+    return {id(e.stmt) for e in stepping + plain}
+
+
+def _plainly_in(stmt: Stmt, gate: ast.If) -> bool:
+    """In a branch of `gate`, with no further test or loop between the two (a `with` may be)."""
+    nodes = [id(node) for node, _ in stmt.path]
+    if id(gate) not in nodes:
+        return False
+    inner = stmt.path[nodes.index(id(gate)) + 1:]
+    return not any(isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)) for node, _ in inner)
 
 
 # How often something is shown, measured or saved: a gate on these is no accumulation window.
