@@ -111,6 +111,8 @@ def _clip_calls(sf: ScopeFacts, facts: ModuleFacts) -> Iterator[tuple[Stmt, ast.
             if event.kind == CLIP and event.callee is not None and event.call is not None and event.stmt.loops:
                 yield event.stmt, event.call, event.callee
         return
+    if not any(e.kind == BACKWARD and e.scaler for e in sf.events):
+        return  # no scaled backward of its own: nothing it calls can clip scaled gradients of this call
     resolver = facts.analysed.resolver
     for site in sf.scope.calls:
         callee = resolver.resolve(site.call, sf.scope)
