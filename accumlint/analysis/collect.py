@@ -17,6 +17,9 @@ FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 FOR_LOOPS = (ast.For, ast.AsyncFor)
 WITHS = (ast.With, ast.AsyncWith)
 TRIES: tuple[type[ast.Try], ...] = (ast.Try, getattr(ast, "TryStar", ast.Try))  # `except*` from 3.11
+# Blocks that may skip what they hold (a `with` never does): a test, a loop, a `try` that may stop
+# early, an `except` clause, a `case`.
+SKIPPING_BLOCKS = (ast.If, *FOR_LOOPS, ast.While, *TRIES, ast.ExceptHandler, ast.match_case)
 
 # Calls whose result shares no autograd graph with their input.
 DETACH_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
@@ -151,6 +154,17 @@ class Stmt:
 
     def within(self, node: ast.AST, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
+
+    def runs_whenever(self, node: Optional[ast.AST] = None) -> bool:
+        """Runs whenever the block of `node` around it runs (without `node`: on every call of its
+        function), with no block between them that may skip it. False when not inside `node`."""
+        path = self.path
+        if node is not None:
+            nodes = [id(n) for n, _ in path]
+            if id(node) not in nodes:
+                return False
+            path = path[nodes.index(id(node)) + 1:]
+        return not any(isinstance(n, SKIPPING_BLOCKS) for n, _ in path)
 
     def compatible(self, other: "Stmt") -> bool:
         """False when the two sit on different branches of one `if` (they never both run)."""

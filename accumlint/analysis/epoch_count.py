@@ -9,11 +9,10 @@ across the methods of the class the loop reaches on every iteration."""
 
 from __future__ import annotations
 
+import ast
 import functools
 from dataclasses import dataclass
 from typing import Callable, Optional
-
-import ast
 
 from accumlint.analysis.calls import Resolver
 from accumlint.analysis.collect import FOR_LOOPS, Loop, Scope, Stmt, enclosing_class
@@ -21,8 +20,6 @@ from accumlint.analysis.exprs import dotted, int_value, plus_constant
 from accumlint.analysis.windows import Window
 
 _MAX_DEPTH = 3
-# Blocks that may skip what they hold: a statement under one of them is not run on every call.
-_CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try, ast.Match)
 
 
 @dataclass(frozen=True)
@@ -34,7 +31,7 @@ class HandCount:
 
 def _always(stmt: Stmt) -> bool:
     """Runs on every call of its function: under no `if`, loop or `try`."""
-    return not any(isinstance(node, _CONDITIONAL) for node, _ in stmt.path)
+    return stmt.runs_whenever()
 
 
 def _methods_run(
@@ -64,10 +61,7 @@ def _class_of(scope: Scope) -> Optional[ast.ClassDef]:
 
 def _directly_in(loop: Loop, stmt: Stmt) -> bool:
     """In the loop's own body, under nothing that may skip it."""
-    if stmt.loop is not loop:
-        return False
-    inner = stmt.path[len(loop.header.path) + 1:]
-    return not any(isinstance(node, _CONDITIONAL) for node, _ in inner)
+    return stmt.loop is loop and stmt.runs_whenever(loop.node)
 
 
 def _data_loop(window: Window, resolver: Resolver) -> Optional[tuple[Loop, Callable[[Stmt], bool], Optional[Stmt]]]:

@@ -13,7 +13,14 @@ from accumlint.analysis.exprs import dotted, mentions
 Setting = tuple[str, bool]  # (what the test reads, the value it has on the branch taken)
 
 # Holders of many settings: `args.deepspeed` names the setting `deepspeed`, `args` alone none.
-_HOLDERS = {"self", "cls", "args", "config", "cfg", "opt", "opts", "hparams"}
+_SETTING_HOLDERS = ("args", "config", "cfg", "opt", "opts", "hparams")
+_HOLDERS = {"self", "cls", *_SETTING_HOLDERS}
+
+
+def read_from_settings(name: str) -> bool:
+    """A value read from a holder of settings (`args.margin`, `self.cfg.loss.weight`,
+    `self.training_args.clip_loss_value`): a number or a flag, no tensor."""
+    return any(part.lower().endswith(_SETTING_HOLDERS) for part in name.split(".")[:-1])
 
 
 def settings(test: ast.expr, holds: bool, ignored: frozenset[str] = frozenset()) -> set[Setting]:

@@ -88,12 +88,9 @@ class Window:
         tests = [[node for node, _ in e.stmt.path if isinstance(node, ast.If)] for e in inside]
         if any(not found for found in tests):
             return True
-        # `if update: loss.backward(); step()` / `else: loss.backward()`: one of them on every call
-        gates = {id(found[0]): found[0] for found in tests if len(found) == 1}
-        return any(
-            {branch for e in inside for node, branch in e.stmt.path if node is gate and _plainly_in(e.stmt, gate)} == {"body", "orelse"}
-            for gate in gates.values() if isinstance(gate, ast.If)
-        )
+        # `if update: loss.backward(); step()` / `else: loss.backward()`, the function's only test:
+        # one of them runs on every call
+        return any(len(found) == 1 and _branches_running(found[0], inside) == {"body", "orelse"} for found in tests)
 
     def in_step_block(self, stmt: Stmt) -> bool:
         return self._own_block(stmt)
@@ -1059,6 +1056,11 @@ def find_windows(
     return windows
 
 
+def _branches_running(gate: ast.AST, backwards: list[Event]) -> set[str]:
+    """The branches of `gate` that run one of these backward passes whenever they run."""
+    return {branch for e in backwards for node, branch in e.stmt.path if node is gate and e.stmt.runs_whenever(gate)}
+
+
 def _paired_backwards(window: Window, events: list[Event]) -> set[int]:
     """`if (i + 1) % k == 0: loss.backward(); step()` / `else: loss.backward()`: a backward on
     each branch of the gate, the step branch's before its step. One of them runs on every
@@ -1067,21 +1069,12 @@ def _paired_backwards(window: Window, events: list[Event]) -> set[int]:
     if window.form != "gate" or gate is None or branch is None:
         return set()
     other = "orelse" if branch == "body" else "body"
-    backwards = [e for e in events if e.kind == BACKWARD and e.helper is None and _plainly_in(e.stmt, gate)]
+    backwards = [e for e in events if e.kind == BACKWARD and e.helper is None and e.stmt.runs_whenever(gate)]
     stepping = [e for e in backwards if e.stmt.within(gate, branch) and e.order < window.step.order]
     plain = [e for e in backwards if e.stmt.within(gate, other)]
     if not stepping or not plain:
         return set()
     return {id(e.stmt) for e in stepping + plain}
-
-
-def _plainly_in(stmt: Stmt, gate: ast.If) -> bool:
-    """In a branch of `gate`, with no further test or loop between the two (a `with` may be)."""
-    nodes = [id(node) for node, _ in stmt.path]
-    if id(gate) not in nodes:
-        return False
-    inner = stmt.path[nodes.index(id(gate)) + 1:]
-    return not any(isinstance(node, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.Try)) for node, _ in inner)
 
 
 # How often something is shown, measured or saved: a gate on these is no accumulation window.

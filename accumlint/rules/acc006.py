@@ -11,7 +11,7 @@ import ast
 from dataclasses import replace
 from typing import Iterator, Optional
 
-from accumlint.analysis import ModuleFacts
+from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
@@ -128,18 +128,10 @@ def _may_carry(name: str, scope: Scope, facts: ModuleFacts) -> bool:
     """A name bound outside this function: graph-free only when every binding in sight is."""
     if name.split(".")[0] in facts.collected.imports:
         return False  # `torch.FloatTensor`, `np.random`: a module, no tensor
-    if _setting_read(name):
+    if settings.read_from_settings(name):
         return False  # `self.training_args.clip_loss_value`: a setting handed to a loss function
     bindings = [d for seen in scope.sight() for d in seen.definitions(name)]
     return not bindings or any(d.kind == "param" or facts.flow._definition_carries(d, 0) for d in bindings)
-
-
-_SETTING_HOLDERS = ("args", "config", "cfg", "hparams", "opt", "opts")
-
-
-def _setting_read(name: str) -> bool:
-    """A value read from a holder of settings (`args.margin`, `self.cfg.loss.weight`)."""
-    return any(part.lower().endswith(_SETTING_HOLDERS) for part in name.split(".")[:-1])
 
 
 def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
@@ -282,10 +274,15 @@ def _holds_no_graph(definition: Definition, facts: ModuleFacts) -> bool:
     value = definition.value
     if not isinstance(value, ast.Call):
         return False
-    callee = dotted(value.func)
-    if last_part(callee) == "requires_grad_" or any(kw.arg == "requires_grad" for kw in value.keywords):
+    if last_part(dotted(value.func)) == "requires_grad_" or any(kw.arg == "requires_grad" for kw in value.keywords):
         return True
-    return class_like(callee) or last_part(callee) in facts.collected.classes
+    return _builds_an_object(value, facts.collected.classes)
+
+
+def _builds_an_object(call: ast.Call, classes: dict[str, ast.ClassDef]) -> bool:
+    """`nn.MSELoss()`, `DynamicLossScaler(...)`, or a class of the module (`classes`)."""
+    callee = dotted(call.func)
+    return class_like(callee) or last_part(callee) in classes
 
 
 def _between(sf, outer: Loop, start: int, end: int) -> list[Stmt]:
@@ -330,22 +327,20 @@ def _plain_binding(value: Optional[ast.expr], module: AnalysedModule) -> bool:
         return _plain_binding(value.body, module) and _plain_binding(value.orelse, module)
     if isinstance(value, ast.Constant):
         return True
-    if not isinstance(value, ast.Call):
-        return False
-    callee = dotted(value.func)
-    return class_like(callee) or last_part(callee) in module.collected.classes
+    return isinstance(value, ast.Call) and _builds_an_object(value, module.collected.classes)
 
 
-def _as_handed(event: Event) -> list[Event]:
-    """A backward as the loop sees it: a direct one as it is; a called function's, with the
-    tensor the caller hands in (None where that cannot be read: it may be any graph)."""
+def _as_handed(event: Event) -> list[tuple[Event, Optional[Reached]]]:
+    """A backward as the loop sees it: a direct one as it is; for a call, each backward of the
+    called function with the tensor the caller hands in (None where that cannot be read: it may
+    be any graph), and that backward."""
     if event.helper is None or event.callee is None:
-        return [event]
-    views = []
-    for found in reached(event, BACKWARD):
-        handed = _handed_tensor(event, found)
-        views.append(replace(event, tensor=handed, retain_graph=found.event.retain_graph))
-    return views or [replace(event, tensor=None)]
+        return [(event, None)]
+    views: list[tuple[Event, Optional[Reached]]] = [
+        (replace(event, tensor=_handed_tensor(event, found), retain_graph=found.event.retain_graph), found)
+        for found in reached(event, BACKWARD)
+    ]
+    return views or [(replace(event, tensor=None), None)]
 
 
 def _retaining(sf) -> Iterator[tuple[Event, Optional[Reached]]]:
@@ -354,18 +349,9 @@ def _retaining(sf) -> Iterator[tuple[Event, Optional[Reached]]]:
     for event in sf.events:
         if event.kind != BACKWARD or not event.stmt.loops:
             continue
-        if event.helper is None:
-            if event.call is not None and retains_graph(event):
-                yield event, None
-            continue
-        if event.callee is None:
-            continue
-        for found in reached(event, BACKWARD):
-            if not retains_graph(found.event):
-                continue
-            handed = _handed_tensor(event, found)
-            if handed is not None:
-                yield replace(event, tensor=handed, retain_graph=found.event.retain_graph), found
+        for view, found in _as_handed(event):
+            if view.call is not None and retains_graph(view) and (found is None or view.tensor is not None):
+                yield view, found
 
 
 def _helper_site(found: Reached, handed: str) -> str:
@@ -380,7 +366,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             outer = event.stmt.loops[0]
             if checking_test_loop(sf.scope, [s for s in sf.scope.stmts if outer.contains(s)], facts.analysed.path):
                 continue  # a test running backward once per case: no graph outlives what it checks
-            later = [view for e in _later_backwards(event, sf.events, outer) for view in _as_handed(e)]
+            later = [view for e in _later_backwards(event, sf.events, outer) for view, _ in _as_handed(e)]
             if any(view.tensor is None and view.helper for view in later):
                 continue  # a called backward of a tensor not in sight may run through this graph
             following = _next_through_the_same_graph(event, later, sf, facts) if later else None
