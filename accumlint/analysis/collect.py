@@ -109,6 +109,21 @@ class Scope:
         return self.name == lightning.TRAINING_STEP and any(b.endswith(lightning.MODULE_BASE_SUFFIX) for b in self.class_bases)
 
 
+def opens_no_grad(node: ast.AST) -> bool:
+    """`with torch.no_grad():`, `inference_mode()`, `set_grad_enabled(False)`."""
+    if not isinstance(node, (ast.With, ast.AsyncWith)):
+        return False
+    for item in node.items:
+        context = item.context_expr
+        if isinstance(context, ast.Call):
+            last = last_part(dotted(context.func))
+            if last in NO_GRAD_CONTEXTS:
+                return True
+            if last == "set_grad_enabled" and context.args and is_constant(context.args[0], False):
+                return True
+    return False
+
+
 @dataclass(eq=False, repr=False)
 class Stmt:
     node: ast.AST  # the simple statement, or the compound statement for its header
@@ -151,6 +166,15 @@ class Stmt:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Try)):
             return []
         return [node]
+
+    def grad_turned_off_at(self) -> Optional["Stmt"]:
+        """The header of the `with` that turned autograd off around this statement (the outermost,
+        itself run with autograd on), or None: autograd is on here, or off for the whole call."""
+        for node, _ in self.path:
+            if opens_no_grad(node):
+                header = next((s for s in self.scope.stmts if s.node is node), None)
+                return header if header is not None and not header.no_grad else None
+        return None
 
     def within(self, node: ast.AST, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
@@ -433,16 +457,10 @@ class _Collector:
 
     def _with(self, node, block, scope, path, loops, no_grad) -> None:
         header = self._stmt(node, scope, path, loops, no_grad, block)
-        inner_no_grad = no_grad
+        inner_no_grad = no_grad or opens_no_grad(node)
         for item in node.items:
             context = item.context_expr
             self._read(context, header, context_manager=True)
-            if isinstance(context, ast.Call):
-                last = last_part(dotted(context.func))
-                if last in NO_GRAD_CONTEXTS:
-                    inner_no_grad = True
-                if last == "set_grad_enabled" and context.args and is_constant(context.args[0], False):
-                    inner_no_grad = True
             if item.optional_vars is not None:
                 for name, index in target_names(item.optional_vars):
                     self._define(Definition(name, "with", context, header, index=index))

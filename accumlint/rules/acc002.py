@@ -8,7 +8,7 @@ import ast
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
-from accumlint.analysis.calls import Callee
+from accumlint.analysis.calls import Callee, bound_arguments
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.dataflow import choices, reaching
@@ -92,6 +92,34 @@ _GRAPH_FREE_METHODS = {"item", "detach", "tolist", "numpy", "int", "bool"}
 _GRAPH_FREE_BUILTINS = {"float", "int", "len", "round", "bool", "str"}
 
 
+_KEEPING_REFERENCES = {"append", "extend", "insert"}
+
+
+def _judged_at(value: ast.expr, stmt: Stmt) -> Optional[Stmt]:
+    """Where a stored value's graph is judged: at the store; or, for a name kept as it is under
+    `no_grad` (`losses.append(loss)`, `log[i] = loss`), at the `with` that turned autograd off,
+    since only what is computed inside it is graph-free and the name still holds the tensor made
+    before it. None when the store keeps nothing made with autograd on (`total += loss` under
+    `no_grad` makes a new tensor without a graph)."""
+    if not stmt.no_grad:
+        return stmt
+    node = stmt.node
+    name = dotted(value)
+    if name is None:
+        return None
+    by_reference = (
+        isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+        and method_of(node.value)[1] in _KEEPING_REFERENCES and any(a is value for a in node.value.args)
+    ) or (isinstance(node, ast.Assign) and node.value is value)
+    opener = stmt.grad_turned_off_at() if by_reference else None
+    if opener is None:
+        return None
+    base, updates = reaching(name, stmt.scope, stmt.order, stmt)
+    if base is None or base.order > opener.order or any(u.order > opener.order for u in updates):
+        return None  # bound again under no_grad: a new value
+    return opener
+
+
 def _reads_parameter(expr: ast.expr, param: str) -> bool:
     """`param` is read other than through `.item()`, `.detach()`, `float()`, `.data`, `.shape`, or
     a field of it (`stat.loss`: what an object's field holds is not shown by the object)."""
@@ -122,7 +150,9 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
         return memo[id(method)]
     kept: dict[str, str] = {}
     params = [p for p in method.params[1:]]
-    for holder, value, stmt in _accumulations(method, lambda s: not s.no_grad):
+    for holder, value, stmt in _accumulations(method, lambda s: True):
+        if _judged_at(value, stmt) is None:
+            continue
         if not lifetimes.own_attribute(holder) or next(lifetimes.resets(method, holder), None) is not None:
             continue
         for param in params:
@@ -220,8 +250,10 @@ def _kept_arguments(facts: ModuleFacts, function: Scope) -> list[tuple[str, str,
         return memo[id(function)]
     kept: list[tuple[str, str, Stmt]] = []
     params = list(function.params)
-    # what it stores under `torch.no_grad()` carries no graph, whatever it was handed
-    for holder, value, stmt in _accumulations(function, lambda s: not s.no_grad):
+    # what it computes under `torch.no_grad()` carries no graph, whatever it was handed
+    for holder, value, stmt in _accumulations(function, lambda s: True):
+        if _judged_at(value, stmt) is None:
+            continue
         if holder not in params or next(lifetimes.resets(function, holder), None) is not None:
             continue
         for param in params:
@@ -586,6 +618,9 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
         for name, value, stmt, via in _stores(facts, scope, loop.contains):
             if id([l for l in stmt.loops if id(l) in training or id(l) in stepping][-1]) != id(loop):
                 continue  # reported for the innermost loop with a backward that holds it
+            at = _judged_at(value, stmt)
+            if at is None:
+                continue
             if loop.implicit and lifetimes.own_attribute(name):
                 continue  # a `self` attribute across hook calls: reported by the attribute pass
             if name in backward_names or not lifetimes.outlives(scope, name, loop):
@@ -594,32 +629,36 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if lifetimes.consumed(scope, name, facts.collected.scopes):
                 continue
-            if not (_derived_names(scope, value, stmt) & loop_graph) or not facts.flow.carries_graph(value, stmt):
+            if not (_derived_names(scope, value, at) & loop_graph) or not facts.flow.carries_graph(value, at):
                 continue
-            if _stored_by_index(stmt) and not (_derived_names(scope, value, stmt) & (loop_graph - set(loop.targets))):
+            if _stored_by_index(stmt) and not (_derived_names(scope, value, at) & (loop_graph - set(loop.targets))):
                 continue  # `lengths[i] = length_fn(batch)`: made from the batch alone, not from the forward pass
             if _returned_to_backward(scope, name, facts, stmt):
                 continue
             if id(loop) in stepping:
                 # what a step function returns is judged on its kind alone: unknown is silence
-                kind = _value_kind(facts, value, stmt, backwarded)
-                if kind not in {TENSOR, TENSORS, CONTAINER} and not ValueKinds(facts.flow).iterates_a_tensor(value, stmt):
+                kind = _value_kind(facts, value, at, backwarded)
+                if kind not in {TENSOR, TENSORS, CONTAINER} and not ValueKinds(facts.flow).iterates_a_tensor(value, at):
                     continue
-            elif not _graph_value(facts, value, stmt, backwarded):
+            elif not _graph_value(facts, value, at, backwarded):
                 continue
-            yield _kept_every_iteration(facts, name, value, stmt, via, backwarded)
+            yield _kept_every_iteration(facts, name, value, stmt, via, backwarded, at)
 
 
 def _kept_every_iteration(
-    facts: ModuleFacts, name: str, value: ast.expr, stmt: Stmt, via: str, backwarded: set[str]
+    facts: ModuleFacts, name: str, value: ast.expr, stmt: Stmt, via: str, backwarded: set[str], at: Stmt
 ) -> Violation:
-    """`name` keeps `value`'s graph from every iteration: the finding, with `.detach()` as its fix."""
+    """`name` keeps `value`'s graph from every iteration: the finding at `stmt`, with `.detach()` as
+    its fix; the value's kind is read at `at` (before a `no_grad` block it is kept under)."""
+    notes = [via] if via else []
+    if at is not stmt:
+        notes.insert(0, "`no_grad` does not detach a tensor made before it")
     return Violation(
         CODE,
         f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration alive"
-        f"{' (' + via + ')' if via else ''}: {_detach_advice(facts, value, stmt, backwarded)}",
+        f"{' (' + '; '.join(notes) + ')' if notes else ''}: {_detach_advice(facts, value, at, backwarded)}",
         stmt.node,
-        _detach_fix(facts, value, stmt, backwarded),
+        _detach_fix(facts, value, at, backwarded),
     )
 
 
@@ -669,7 +708,7 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
         stored = f" ({via})" if via else ""
         if _takes_gradients(facts, scope, loop):
             # `torch.autograd.grad(..., create_graph=True)` in the loop: no_grad would break it.
-            yield _kept_every_iteration(facts, name, value, stmt, via, _backward_tensors(sf.events))
+            yield _kept_every_iteration(facts, name, value, stmt, via, _backward_tensors(sf.events), stmt)
             continue
         yield Violation(
             CODE,
@@ -775,6 +814,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             yield from _kept_in_evaluation_loops(facts, sf, backward_names, models)
         yield from _kept_on_self(facts, sf, by_scope)
         yield from _kept_by_called_methods(facts, sf)
+        if scope.loops:
+            yield from _kept_in_handed_containers(facts, sf, backward_names)
 
 
 def _kept_by_called_methods(facts: ModuleFacts, sf) -> Iterator[Violation]:
@@ -847,3 +888,82 @@ def _grows_across_calls(facts: ModuleFacts, scope: Scope, loop: Loop, callee, ho
                for e in module.direct.get(id(method), [])):
             return False  # backward-ed later: a deferred loss
     return True
+
+
+def _kept_in_handed_containers(facts: ModuleFacts, sf, backward_names: set[str]) -> Iterator[Violation]:
+    """`self._update_from_batch(batch, metrics)` in a loop, where the called function runs its own
+    backward and keeps a tensor of that graph in the container it is handed
+    (`metrics["loss"].append(loss)`): the caller's `metrics`, carried from one iteration to the
+    next, keeps every step's graph. Reported at the store, with the call; no fix, since other
+    callers may hand it a fresh container."""
+    scope = sf.scope
+    reported: set[int] = set()
+    for site in scope.calls:
+        if not site.stmt.loops or site.stmt.no_grad:
+            continue
+        carried = dict(_carried_arguments(facts, scope, site, backward_names))
+        if not carried:
+            continue
+        callee = facts.analysed.resolver.resolve(site.call, scope)
+        bound = bound_arguments(site.call, callee) if callee is not None and callee.scope is not scope else None
+        if callee is None or bound is None:
+            continue
+        for param, argument in bound.items():
+            if id(argument) not in carried:
+                continue
+            for value, stmt, at in _graphs_kept_in_parameter(callee, param):
+                if id(stmt) not in reported:
+                    reported.add(id(stmt))
+                    held = carried[id(argument)]
+                    yield _kept_through_call(facts, callee, value, stmt, at, param, site.stmt, held)
+
+
+def _carried_arguments(facts: ModuleFacts, scope: Scope, site, backward_names: set[str]) -> Iterator[tuple[int, str]]:
+    """The names a call in a loop hands on that live from one iteration to the next (made before
+    the loop, never started anew in it, nothing taken back out): (id of the argument, its name)."""
+    for argument in [*site.call.args, *(k.value for k in site.call.keywords)]:
+        if not isinstance(argument, ast.Name) or argument.id in backward_names:
+            continue
+        loop = next((l for l in site.stmt.loops if lifetimes.outlives(scope, argument.id, l)), None)
+        if loop is None or lifetimes.consumed(scope, argument.id, facts.collected.scopes):
+            continue
+        if not lifetimes.lives_one_batch(scope, argument.id, loop, facts):
+            yield id(argument), argument.id
+
+
+def _graphs_kept_in_parameter(callee: Callee, param: str) -> Iterator[tuple[ast.expr, Stmt, Stmt]]:
+    """The tensors of its own backward's graph that a function keeps in the container `param` it is
+    handed, never rebound or emptied inside it: (value, store, where the value is judged)."""
+    scope = callee.scope
+    if len(scope.definitions(param)) != 1 or next(lifetimes.resets(scope, param), None) is not None:
+        return
+    events = callee.module.direct.get(id(scope), [])
+    if not any(e.kind == BACKWARD and not e.helper for e in events):
+        return
+    graph = backward_ancestry(scope, events)
+    kinds = ValueKinds(callee.module.flow, _backward_tensors(events))
+    for holder, value, stmt in _accumulations(scope, lambda s: True):
+        at = _judged_at(value, stmt)
+        if holder != param or at is None or not (_derived_names(scope, value, at) & graph):
+            continue
+        if kinds.of(value, at) == TENSOR and callee.module.flow.carries_graph(value, at):
+            yield value, stmt, at
+
+
+def _kept_through_call(
+    facts: ModuleFacts, callee: Callee, value: ast.expr, stmt: Stmt, at: Stmt, param: str, call: Stmt, held: str
+) -> Violation:
+    """The finding at the callee's store; its message names the caller's call."""
+    caller = call.scope.name
+    source = callee.module.source if callee.module is not facts.analysed else facts.source
+    assert source is not None
+    notes = [f"`{caller}` hands it the same `{held}` on every iteration, line {getattr(call.node, 'lineno', '?')}"]
+    if at is not stmt:
+        notes.insert(0, "`no_grad` does not detach a tensor made before it")
+    message = (
+        f"`{param}` keeps the autograd graph of `{source.segment(value)}` from every call alive "
+        f"({'; '.join(notes)}): add `{detached(source, value)}` (or `.item()`)"
+    )
+    if callee.module is facts.analysed or callee.module.path is None:
+        return Violation(CODE, message, stmt.node)
+    return Violation(CODE, message, stmt.node, origin=Origin(str(callee.module.path), source))
