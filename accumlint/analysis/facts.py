@@ -56,9 +56,15 @@ class ScopeFacts:
         with the calls that lead to them."""
         for window in self.windows:
             for event in self.events:
-                if event.kind != BACKWARD or event.callee is None or not window.every_micro_step(event.stmt):
+                if event.kind != BACKWARD or event.callee is None:
+                    continue
+                # the called step function runs the backward itself, before its own gate
+                through_step = not window.every_micro_step(event.stmt) and window.backward_in_call(event)
+                if not through_step and not window.every_micro_step(event.stmt):
                     continue
                 for found in reached(event, BACKWARD):
+                    if through_step and not (len(found.calls) == 1 and found.on_every_call()):
+                        continue
                     if found.event.call is not None and found.event.tensor is not None:
                         yield window, found
 

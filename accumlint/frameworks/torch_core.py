@@ -39,6 +39,8 @@ def loss_reduction(call: ast.Call) -> Optional[str]:
     if reduction is not None:
         if isinstance(reduction, ast.Constant) and reduction.value in {"sum", "none", "mean"}:
             return str(reduction.value)
+        if isinstance(reduction, ast.Constant) and reduction.value == "batchmean":
+            return "mean"  # KL divergence summed per sample, then averaged over the batch
         return "unknown"
     if "size_average" in words or "reduce" in words:
         size_average, reduce = words.get("size_average"), words.get("reduce")
