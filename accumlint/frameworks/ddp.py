@@ -19,3 +19,11 @@ SPEC = FrameworkSpec(
         "disable_allreduce", "enable_allreduce", "disable_need_reduction", "enable_need_reduction",
     }),
 )
+
+REGISTER_COMM_HOOK = "register_comm_hook"
+# torch's own hooks only reduce (or compress) the gradients; a hook of the project's own may also
+# rescale them, as a division by the accumulation steps out of sight of the loop.
+BUILTIN_COMM_HOOKS = frozenset({
+    "allreduce_hook", "fp16_compress_hook", "bf16_compress_hook", "fp16_compress_wrapper",
+    "bf16_compress_wrapper", "powerSGD_hook", "batched_powerSGD_hook", "noop_hook",
+})

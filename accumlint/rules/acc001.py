@@ -6,12 +6,13 @@ import ast
 from typing import Iterator, Optional
 
 from accumlint import frameworks
+from accumlint.frameworks import ddp
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.accumulators import Applied
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.dataflow import Scaling
 from accumlint.analysis.events import Event
-from accumlint.analysis.exprs import dotted, names_in
+from accumlint.analysis.exprs import dotted, keyword, last_part, method_of, names_in
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
@@ -97,7 +98,10 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
             continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
-        if scaling.unknown and len(found.calls) == 1 and found.calls[0].call is not None:
+        # A step function that runs its backward before its own gate (the call is the window's
+        # step block) is read only as all its callers hand it the loss: another caller may divide.
+        through_step = not window.every_micro_step(found.calls[0].stmt)
+        if scaling.unknown and len(found.calls) == 1 and found.calls[0].call is not None and not through_step:
             # `backward_step(loss, ...)` runs `loss.backward()`: the loss is the one handed in here
             into = found.calls[0]
             scaling = module.flow.handed_scaling(event.tensor, event.stmt, window.k_names, into.call, into.stmt, facts.flow)
@@ -177,9 +181,25 @@ def _checked_by_a_test(scope, window, path) -> bool:
     return checking_test_loop(scope, [s for s in scope.stmts if loop.contains(s)], path)
 
 
+def _own_comm_hook(facts: ModuleFacts) -> bool:
+    """`model.register_comm_hook(state, scale_by_k(allreduce_hook))`: a DDP hook of the project's
+    own runs on the gradients as they are reduced and may divide them by the accumulation steps,
+    out of sight of the loop. torch's built-in hooks do not."""
+    for sf in facts.scopes:
+        for site in sf.scope.calls:
+            if method_of(site.call)[1] != ddp.REGISTER_COMM_HOOK:
+                continue
+            hook = site.call.args[-1] if site.call.args else keyword(site.call, "hook")
+            if hook is None or last_part(dotted(hook)) not in ddp.BUILTIN_COMM_HOOKS:
+                return True
+    return False
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     src = facts.source
     yield from _accumulated(facts)
+    if any(sf.windows for sf in facts.scopes) and _own_comm_hook(facts):
+        return
     for sf in facts.scopes:
         if not sf.windows or rescales_grads(sf.scope):
             continue
