@@ -509,7 +509,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             )
             continue
         sized = _sized_in_windows(facts, names)
-        if sized is not None:
+        if sized is not None and not _repeats_the_same_step(sf.scope, loop):
             yield Violation(
                 CODE,
                 f"the code counts optimizer updates in windows of `{k}` (line {sized}) but `{step_text}` "
@@ -527,6 +527,17 @@ def _window_held(event: Event, gate: Optional[ast.If], scope: Scope, names: set[
     if gate is not None and event.stmt.within(gate):
         return True
     return any(count_is_one_on_way(event.stmt, name, scope) for name in names)
+
+
+def _repeats_the_same_step(scope: Scope, loop: Loop) -> bool:
+    """`for _ in range(11): train_step(static_batch); optimizer_step()`: every iteration runs the
+    same calls on the same values (nothing is bound in the loop, its target is never read, no
+    `next()` draws a batch): a warm-up or a capture before the training loop, not a pass over data."""
+    if any(loop.contains(d.stmt) for ds in scope.defs.values() for d in ds if d.name not in loop.targets):
+        return False
+    if any(o.name in loop.targets and not o.write and loop.contains(o.stmt) for o in scope.occurrences):
+        return False
+    return not any(dotted(site.call.func) == "next" and loop.contains(site.stmt) for site in scope.calls)
 
 
 def _accumulation_gate(scope: Scope, loop: Loop, names: set[str]) -> Optional[ast.If]:
