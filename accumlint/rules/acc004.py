@@ -81,6 +81,16 @@ def _scaled_backward_before(
     )
 
 
+def _scaled_only_in_another_mode(clip: Event, events: list[Event], region: Callable[[Stmt], bool]) -> bool:
+    """Every scaled backward before the clip runs in another mode than the clip (`if args.fp16:
+    optim.backward(loss)` / `else: scaler.scale(loss).backward()`, then `if args.fp16:
+    optim.clip_grad_norm(...)`): the gradients it clips were never multiplied by the scaler."""
+    scaled = [e for e in events if e.kind == BACKWARD and e.order < clip.order and region(e.stmt) and _scaler_behind(e)]
+    return bool(scaled) and all(
+        not e.stmt.compatible(clip.stmt) or settings.apart(clip.stmt, e.stmt) for e in scaled
+    )
+
+
 def _last_exclusive(events: list[Event]) -> list[Event]:
     """The last event and those just before it on branches that exclude it and one another
     (`if scaler: scaler.scale(loss).backward() else: loss.backward()`): what reaches the next
@@ -202,7 +212,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 and e.stmt.compatible(clip.stmt) and not settings.apart(clip.stmt, e.stmt)
                 and (e.scaler or _scaled_backward_before(clip, sf.events, region, scaler_stepped_in(e)))
             ]
-            if not scaler_steps:
+            if not scaler_steps or _scaled_only_in_another_mode(clip, sf.events, region):
                 continue
             step = scaler_steps[0]
             scaler = step.scaler or scaler_stepped_in(step)
