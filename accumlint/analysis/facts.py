@@ -58,9 +58,10 @@ class ScopeFacts:
             for event in self.events:
                 if event.kind != BACKWARD or event.callee is None:
                     continue
+                every = window.every_micro_step(event.stmt)
                 # the called step function runs the backward itself, before its own gate
-                through_step = not window.every_micro_step(event.stmt) and window.backward_in_call(event)
-                if not through_step and not window.every_micro_step(event.stmt):
+                through_step = not every and window.backward_in_call(event)
+                if not (every or through_step):
                     continue
                 for found in reached(event, BACKWARD):
                     if through_step and not (len(found.calls) == 1 and found.on_every_call()):

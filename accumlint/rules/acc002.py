@@ -93,6 +93,7 @@ _GRAPH_FREE_BUILTINS = {"float", "int", "len", "round", "bool", "str"}
 
 
 _KEEPING_REFERENCES = {"append", "extend", "insert"}
+_NO_GRAD_NOTE = "`no_grad` does not detach a tensor made before it"
 
 
 def _judged_at(value: ast.expr, stmt: Stmt) -> Optional[Stmt]:
@@ -652,7 +653,7 @@ def _kept_every_iteration(
     its fix; the value's kind is read at `at` (before a `no_grad` block it is kept under)."""
     notes = [via] if via else []
     if at is not stmt:
-        notes.insert(0, "`no_grad` does not detach a tensor made before it")
+        notes.insert(0, _NO_GRAD_NOTE)
     return Violation(
         CODE,
         f"`{name}` keeps the autograd graph of `{facts.source.segment(value)}` from every iteration alive"
@@ -959,7 +960,7 @@ def _kept_through_call(
     assert source is not None
     notes = [f"`{caller}` hands it the same `{held}` on every iteration, line {getattr(call.node, 'lineno', '?')}"]
     if at is not stmt:
-        notes.insert(0, "`no_grad` does not detach a tensor made before it")
+        notes.insert(0, _NO_GRAD_NOTE)
     message = (
         f"`{param}` keeps the autograd graph of `{source.segment(value)}` from every call alive "
         f"({'; '.join(notes)}): add `{detached(source, value)}` (or `.item()`)"
