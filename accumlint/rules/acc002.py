@@ -401,9 +401,39 @@ def _returned_to_backward(scope: Scope, name: str, facts: ModuleFacts, at: Stmt)
     for site, caller, events in callers:
         if isinstance(site.stmt.node, ast.Expr) and site.stmt.node.value is site.call:
             continue  # `self.train(loader)` as a statement: its result is thrown away
+        if _only_shown(site.call, site.stmt):
+            continue  # `print(train_epoch(...))`: shown, then thrown away
         targets = {d.name for ds in caller.defs.values() for d in ds if d.stmt is site.stmt}
         if targets & backward_ancestry(caller, events) or not targets:
             return True
+    return False
+
+
+_SHOWING = {"print", "info", "debug", "warning", "log", "write", "set_description", "set_postfix"}
+
+
+def _only_shown(call: ast.Call, stmt: Stmt) -> bool:
+    """The call's result goes only into a statement that prints or logs it (`print(f(x))`,
+    `logger.info(f"{f(x):.3f}")`): it is shown, never kept or differentiated."""
+    node = stmt.node
+    if not (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)) or node.value is call:
+        return False
+    outer = node.value
+    if last_part(dotted(outer.func)) not in _SHOWING:
+        return False
+    pending = [*outer.args, *(k.value for k in outer.keywords)]
+    while pending:  # the value itself, formatted or in arithmetic; not a receiver (`f(x).backward()`)
+        part = pending.pop()
+        if part is call:
+            return True
+        if isinstance(part, ast.JoinedStr):
+            pending.extend(part.values)
+        elif isinstance(part, ast.FormattedValue):
+            pending.append(part.value)
+        elif isinstance(part, ast.BinOp):
+            pending.extend((part.left, part.right))
+        elif isinstance(part, (ast.Tuple, ast.List)):
+            pending.extend(part.elts)
     return False
 
 
