@@ -93,10 +93,12 @@ def _constructed_role(value: ast.expr, roles: Roles) -> Optional[Role]:
     known = constructed_role(last)
     if known is not None:
         return known
-    if ".optim." in f".{full}." and last[:1].isupper() and "lr_scheduler" not in full:
-        return OPTIMIZER
+    # The class name first: a project's `utils.optim.AnnealingLR` is a scheduler kept in an
+    # `optim` package, not an optimizer.
     if "lr_scheduler" in full or "schedule" in last.lower() or (last.endswith("LR") and last[:1].isupper()):
         return SCHEDULER
+    if ".optim." in f".{full}." and last[:1].isupper():
+        return OPTIMIZER
     if full.endswith("parallel.DistributedDataParallel"):
         return DDP
     return None
