@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
-from accumlint.analysis.exprs import dotted, int_value, is_string, names_in, ordered, plus_constant, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_string, method_of, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
 
 
@@ -253,8 +253,20 @@ def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
         k = int_value(expr.right)
         if k is not None and k <= 1:
             return None
+        if _data_size(expr.left):
+            return None  # `X.size(0) % world_size`: a batch that does not split evenly, not a count of micro-steps
         return expr
     return None
+
+
+def _data_size(expr: ast.expr) -> bool:
+    """The size of a tensor, not a count of micro-steps: `x.size(0)`, `x.shape[0]`, `x.numel()`."""
+    if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Attribute):
+        return expr.value.attr == "shape"
+    if isinstance(expr, ast.Call):
+        receiver, method = method_of(expr)
+        return receiver is not None and method in {"size", "numel"}
+    return False
 
 
 def _is_len(expr: ast.expr) -> bool:

@@ -16,7 +16,10 @@ from accumlint.analysis.exprs import dotted, keyword, last_part, method_of, name
 from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import ambiguous_tensor, checking_test_loop, framework_divides, micro_step_zeroings, rescales_grads
+from accumlint.rules.common import (
+    ambiguous_tensor, checking_test_loop, framework_divides, micro_step_zeroings, rescales_grads,
+    zeroed_before_last_backward,
+)
 from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
@@ -36,7 +39,7 @@ def _message(k_text: str, path: str = "", zeroed_each_micro_step: bool = False) 
         # Today only the last micro-batch reaches the step (ACC007); the size is wrong once that is fixed.
         return (
             f"loss reaches backward without division by the accumulation steps `{k_text}`: once the zeroing "
-            f"that runs every micro-step (ACC007) moves into the step block, the gradient of each step will be "
+            f"that wipes the window (ACC007) moves to the window's start, the gradient of each step will be "
             f"`{k_text}` times too large{where}"
         )
     return (
@@ -88,10 +91,18 @@ def _k_means_the_same_in(k_text: str, caller: Scope, helper: Scope) -> bool:
     return k_text.startswith("self.") and caller.class_node is not None and helper.class_node is not None
 
 
+def _one_micro_batch_survives(facts: ModuleFacts, sf, window: Window) -> bool:
+    """The gradients are zeroed on every micro-step, or at the window's last one before its backward
+    (ACC007): only one micro-batch reaches each step, whatever the loss is divided by."""
+    return bool(micro_step_zeroings(facts, sf.events, window)) or any(
+        found is window for found, _, _ in zeroed_before_last_backward(sf)
+    )
+
+
 def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
     for window, found in sf.helper_backwards():
         event, module = found.event, found.module
-        zeroed = bool(micro_step_zeroings(facts, sf.events, window))
+        zeroed = _one_micro_batch_survives(facts, sf, window)
         if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles) or ambiguous_tensor(event):
             continue
         if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS:
@@ -181,6 +192,36 @@ def _checked_by_a_test(scope, window, path) -> bool:
     return checking_test_loop(scope, [s for s in scope.stmts if loop.contains(s)], path)
 
 
+def _loss_as_its_own_gradient(event: Event) -> Optional[ast.BinOp]:
+    """`loss.backward(loss / k)`: the divided loss handed as backward's `gradient` argument, which
+    multiplies the gradients by it instead of dividing the loss."""
+    call = event.call
+    if call is None or not isinstance(call.func, ast.Attribute) or call.func.attr != "backward":
+        return None
+    gradient = call.args[0] if call.args else keyword(call, "gradient")
+    receiver = dotted(call.func.value)
+    if not isinstance(gradient, ast.BinOp) or not isinstance(gradient.op, ast.Div) or receiver is None:
+        return None
+    return gradient if dotted(gradient.left) == receiver else None
+
+
+def _weighted_by_its_loss(src: SourceText, event: Event, gradient: ast.BinOp) -> Violation:
+    assert event.call is not None and isinstance(event.call.func, ast.Attribute)
+    loss, divisor = src.segment(event.call.func.value), src.segment(gradient.right)
+    divided_loss = src.segment(gradient)
+    fix = None
+    if len(event.call.args) == 1 and not event.call.keywords:
+        fix = Fix(f"Differentiate `{divided_loss}`", "safe", (replace(src, event.call, f"({divided_loss}).backward()"),))
+    return Violation(
+        CODE,
+        f"`{src.segment(event.call)}` hands the divided loss to backward as its `gradient`: each micro-batch's "
+        f"gradients are multiplied by its own loss over `{divisor}` instead of divided by `{divisor}`; "
+        f"differentiate the divided loss, `({divided_loss}).backward()`",
+        event.call,
+        fix,
+    )
+
+
 def _own_comm_hook(facts: ModuleFacts) -> bool:
     """`model.register_comm_hook(state, scale_by_k(allreduce_hook))`: a DDP hook of the project's
     own runs on the gradients as they are reduced and may divide them by the accumulation steps,
@@ -206,6 +247,10 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         for window, event in sf.micro_step_backwards():
             if event.call is None or event.tensor is None or framework_divides(event, facts.roles):
                 continue
+            weighted = _loss_as_its_own_gradient(event)
+            if weighted is not None and not _checked_by_a_test(sf.scope, window, facts.analysed.path):
+                yield _weighted_by_its_loss(src, event, weighted)
+                continue
             if ambiguous_tensor(event) or _checked_by_a_test(sf.scope, window, facts.analysed.path):
                 continue
             if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS:
@@ -223,7 +268,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if window.reporting_gate:  # a logging frequency gates the step: report, offer no division
                 yield Violation(CODE, _message(k_text) + _MISPLACED.format(k_text), event.call, None)
                 continue
-            if micro_step_zeroings(facts, sf.events, window):
+            if _one_micro_batch_survives(facts, sf, window):
                 # Dividing now would make today's one-micro-batch updates k times too small: no fix
                 # until the zeroing (ACC007, fixed first) is in the step block.
                 yield Violation(CODE, _message(k_text, zeroed_each_micro_step=True), event.call, None)

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 from typing import Iterator
 
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.events import BACKWARD, SCHED, STEP, UPDATE, ZERO, Event
 from accumlint.analysis.passes import zeroed_each_pass
-from accumlint.analysis.exprs import names_in
 from accumlint.analysis.windows import Window, dedented_backwards
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import micro_step_zeroings
+from accumlint.rules.common import micro_step_zeroings, zeroed_before_last_backward
 from accumlint.rules.window_moves import move_into_step_block
 from accumlint.rules.meta import FixSafety
 
@@ -49,7 +47,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     event.stmt.node,
                     fix,
                 )
-        for window, zero, gate in _zeroed_before_last_backward(sf):
+        for window, zero, gate in zeroed_before_last_backward(sf):
             if id(zero.stmt) in seen:
                 continue
             seen.add(id(zero.stmt))
@@ -96,32 +94,3 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 f"is applied",
                 stmt.node,
             )
-
-
-def _zeroed_before_last_backward(sf) -> Iterator[tuple[Window, Event, ast.If]]:
-    """`if (i + 1) % k == 0: opt.zero_grad()` before the forward, and the step under the same
-    test after the backward: the zeroing runs once per window, but on its last micro-step, ahead of
-    that micro-step's backward, so it throws away the k - 1 micro-batches already summed. (Zeroing
-    on the first micro-step, `i % k == 0`, is the correct way to write it and reads differently.)"""
-    for window in sf.windows:
-        gate = window.gate
-        if window.form != "gate" or gate is None or window.branch != "body":
-            continue
-        backwards = [e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)]
-        if not backwards:
-            continue
-        first_backward = min(e.order for e in backwards)
-        for zero in sf.events:
-            if zero.kind != ZERO or zero.helper or not window.micro_loop.contains(zero.stmt) or zero.order >= first_backward:
-                continue
-            if not zero.stmt.compatible(window.step.stmt):  # the other branch (AMP or plain) of the loop
-                continue
-            guards = [node for node, branch in zero.stmt.path if isinstance(node, ast.If) and branch == "body"]
-            if guards and guards[-1] is not gate and ast.dump(guards[-1].test) == ast.dump(gate.test) \
-                    and not _rebound_between(sf.scope, gate.test, zero.order, window.step.order):
-                yield window, zero, gate
-
-
-def _rebound_between(scope, test: ast.expr, start: int, end: int) -> bool:
-    """A name of the test changes between the two gates (`i += 1`): they are not the same micro-step."""
-    return any(start < d.order < end for name in names_in(test) for d in scope.definitions(name))

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, Scope, Stmt
-from accumlint.analysis.events import ZERO, Event
+from accumlint.analysis.events import BACKWARD, ZERO, Event
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, last_part, method_of
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in
 from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
 
@@ -138,3 +138,32 @@ def checking_test_loop(scope: Scope, stmts: list[Stmt], path: Optional[Path] = N
 def _test_module(path: Path) -> bool:
     """`test_x.py` or `x_test.py` (a folder's name says nothing: a project may live under one)."""
     return path.name.startswith("test_") or path.stem.endswith("_test")
+
+
+def zeroed_before_last_backward(sf) -> Iterator[tuple[Window, Event, ast.If]]:
+    """`if (i + 1) % k == 0: opt.zero_grad()` before the forward, and the step under the same
+    test after the backward: the zeroing runs once per window, but on its last micro-step, ahead of
+    that micro-step's backward, so it throws away the k - 1 micro-batches already summed. (Zeroing
+    on the first micro-step, `i % k == 0`, is the correct way to write it and reads differently.)"""
+    for window in sf.windows:
+        gate = window.gate
+        if window.form != "gate" or gate is None or window.branch != "body":
+            continue
+        backwards = [e for e in sf.events if e.kind == BACKWARD and window.every_micro_step(e.stmt)]
+        if not backwards:
+            continue
+        first_backward = min(e.order for e in backwards)
+        for zero in sf.events:
+            if zero.kind != ZERO or zero.helper or not window.micro_loop.contains(zero.stmt) or zero.order >= first_backward:
+                continue
+            if not zero.stmt.compatible(window.step.stmt):  # the other branch (AMP or plain) of the loop
+                continue
+            guards = [node for node, branch in zero.stmt.path if isinstance(node, ast.If) and branch == "body"]
+            if guards and guards[-1] is not gate and ast.dump(guards[-1].test) == ast.dump(gate.test) \
+                    and not _rebound_between(sf.scope, gate.test, zero.order, window.step.order):
+                yield window, zero, gate
+
+
+def _rebound_between(scope, test: ast.expr, start: int, end: int) -> bool:
+    """A name of the test changes between the two gates (`i += 1`): they are not the same micro-step."""
+    return any(start < d.order < end for name in names_in(test) for d in scope.definitions(name))
