@@ -1,7 +1,9 @@
 """A step gated on the micro-steps since the last one (YOLO's `if ni - last_opt_step >= accumulate:
 ... last_opt_step = ni`) is a window of `accumulate`: ACC009 and ACC001 read it as any window.
-ACC005 stays silent on it: the count carries into the next epoch or not depending on where
-`last_opt_step` is reset, which the gate does not say."""
+The tail alone is no ACC005: the count carries into the next epoch or not depending on where
+`last_opt_step` is reset, which the gate does not say. Here the mark is set only before the epochs
+and the optimizer is zeroed at the start of each epoch, which wipes the micro-batches backwarded
+since the last step: ACC005 at that zeroing (see test_acc005_wiped_at_epoch_start.py)."""
 
 from __future__ import annotations
 
@@ -53,13 +55,17 @@ def _row(source: str, text: str) -> int:
 def test_micro_steps_since_the_last_step_make_a_window():
     source = SCRIPT.format(scale=" / accumulate", gate=GATE, mark=MARK)
     backward = _row(source, "scaler.scale(loss).backward()")
-    assert _found(source) == [("ACC009", backward)]  # no ACC005: the tail carries on or not, unsaid
+    epoch_start = _row(source, "        optimizer.zero_grad()")
+    assert _found(source) == [("ACC005", epoch_start), ("ACC009", backward)]
+    without_it = SCRIPT.replace("        optimizer.zero_grad()\n        for i", "        for i")
+    assert _found(without_it.format(scale=" / accumulate", gate=GATE, mark=MARK)) == [("ACC009", backward - 1)]
 
 
 def test_an_undivided_loss_in_that_window_is_acc001():
     source = SCRIPT.format(scale="", gate=GATE, mark=MARK)
     backward = _row(source, "scaler.scale(loss).backward()")
-    assert _found(source) == [("ACC001", backward), ("ACC009", backward)]
+    epoch_start = _row(source, "        optimizer.zero_grad()")
+    assert _found(source) == [("ACC001", backward), ("ACC005", epoch_start), ("ACC009", backward)]
 
 
 @pytest.mark.parametrize("gate, mark", [

@@ -440,6 +440,41 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     yield from _handed_over(facts)
 
 
+def _wiped_at_each_epoch(
+    window: Window, scope: Scope, events: list[Event], source: SourceText
+) -> Optional[tuple[str, ast.AST, Optional[Fix]]]:
+    """`if ni - last_opt_step >= k:` (the micro-steps since the last step), with `last_opt_step`
+    set nowhere in the epochs but in the step block, and the optimizer zeroed at the start of each
+    epoch, before its batch loop: the micro-batches backwarded since the last step are wiped there,
+    computed and never applied. Report only, at the zeroing."""
+    micro, test = window.micro_loop, window.test
+    epoch = micro.parent
+    if epoch is None or window.form != "gate" or test is None or test.since_last is None:
+        return None
+    if not isinstance(micro.node, FOR_LOOPS) or _flushed_after(window, events) or _discarded_after(window, events):
+        return None
+    if any(epoch.contains(d.stmt) and not window.in_step_block(d.stmt) for d in scope.definitions(test.since_last)):
+        return None  # the mark starts anew somewhere in the epochs: the windows may not carry over
+    step = window.step
+    zeros = [
+        e for e in events
+        if e.kind == ZERO and epoch.contains(e.stmt) and not micro.contains(e.stmt) and e.order < micro.header.order
+        and e.stmt.runs_whenever(epoch.node) and (e.optimizer or e.receiver) in {step.optimizer, step.receiver}
+    ]
+    if not zeros:
+        return None
+    zero = zeros[-1]
+    k_text = source.segment(window.k)
+    line = getattr(window.gate, "lineno", "?")
+    message = (
+        f"the step is gated on the micro-steps since the last one (line {line}), a count that runs on "
+        f"across epochs, but `{source.segment(zero.call or zero.stmt.node)}` at the start of each epoch wipes "
+        f"the gradients backwarded since that step: up to {k_text} - 1 micro-batches of each epoch are "
+        f"computed and never applied, and the next epoch's first window is short by as many"
+    )
+    return message, zero.call or zero.stmt.node, None
+
+
 def _dropped_window(
     window: Window, scope: Scope, events: list[Event], module: AnalysedModule
 ) -> Optional[tuple[str, ast.AST, Optional[Fix]]]:
@@ -450,7 +485,9 @@ def _dropped_window(
     if window.form == "inner" or window.test is None or window.test.end_clause:
         return None
     if window.test.since_last is not None:
-        return None  # whether the count carries into the next epoch depends on where it is reset
+        # whether the count carries into the next epoch depends on where it is reset; what the
+        # epoch does to the gradients in between can still be read
+        return _wiped_at_each_epoch(window, scope, events, source)
     if window.form == "callee" and window.passed_test is None:
         return None  # the test is the called function's own: its counter is not the loop's in sight
     if window.reporting_gate:
