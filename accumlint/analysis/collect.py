@@ -172,7 +172,7 @@ class Stmt:
         itself run with autograd on), or None: autograd is on here, or off for the whole call."""
         for node, _ in self.path:
             if opens_no_grad(node):
-                header = next((s for s in self.scope.stmts if s.node is node), None)
+                header = self.scope.header_of(node)
                 return header if header is not None and not header.no_grad else None
         return None
 

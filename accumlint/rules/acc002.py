@@ -929,33 +929,31 @@ def _kept_in_handed_containers(facts: ModuleFacts, sf, backward_names: set[str])
     callers may hand it a fresh container."""
     scope = sf.scope
     reported: set[int] = set()
-    for site in scope.calls:
-        if not site.stmt.loops or site.stmt.no_grad:
+    # the calls that run a backward, as the events already resolved them
+    for event in sf.events:
+        call, callee = event.call, event.callee
+        if event.kind != BACKWARD or call is None or callee is None or not event.stmt.loops or event.stmt.no_grad:
             continue
-        carried = dict(_carried_arguments(facts, scope, site, backward_names))
-        if not carried:
-            continue
-        callee = facts.analysed.resolver.resolve(site.call, scope)
-        bound = bound_arguments(site.call, callee) if callee is not None and callee.scope is not scope else None
-        if callee is None or bound is None:
-            continue
-        for param, argument in bound.items():
+        carried = dict(_carried_arguments(facts, scope, call, event.stmt, backward_names))
+        bound = bound_arguments(call, callee) if carried else None
+        for param, argument in (bound or {}).items():
             if id(argument) not in carried:
                 continue
             for value, stmt, at in _graphs_kept_in_parameter(callee, param):
                 if id(stmt) not in reported:
                     reported.add(id(stmt))
-                    held = carried[id(argument)]
-                    yield _kept_through_call(facts, callee, value, stmt, at, param, site.stmt, held)
+                    yield _kept_through_call(facts, callee, value, stmt, at, param, event.stmt, carried[id(argument)])
 
 
-def _carried_arguments(facts: ModuleFacts, scope: Scope, site, backward_names: set[str]) -> Iterator[tuple[int, str]]:
+def _carried_arguments(
+    facts: ModuleFacts, scope: Scope, call: ast.Call, at: Stmt, backward_names: set[str]
+) -> Iterator[tuple[int, str]]:
     """The names a call in a loop hands on that live from one iteration to the next (made before
     the loop, never started anew in it, nothing taken back out): (id of the argument, its name)."""
-    for argument in [*site.call.args, *(k.value for k in site.call.keywords)]:
+    for argument in [*call.args, *(k.value for k in call.keywords)]:
         if not isinstance(argument, ast.Name) or argument.id in backward_names:
             continue
-        loop = next((l for l in site.stmt.loops if lifetimes.outlives(scope, argument.id, l)), None)
+        loop = next((l for l in at.loops if lifetimes.outlives(scope, argument.id, l)), None)
         if loop is None or lifetimes.consumed(scope, argument.id, facts.collected.scopes):
             continue
         if not lifetimes.lives_one_batch(scope, argument.id, loop, facts):
