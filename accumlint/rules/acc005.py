@@ -440,35 +440,82 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     yield from _handed_over(facts)
 
 
+def _counts_across_epochs(window: Window, scope: Scope) -> bool:
+    """The `% k` gate's counter runs on across epochs: `ni = i + nb * epoch` (made from the epoch
+    loop's own counter) or `global_step += 1` at every micro-step, and never set anew in the epoch
+    loop outside its batch loop."""
+    micro, test = window.micro_loop, window.test
+    epoch = micro.parent
+    name = dotted(plus_constant(test.counter)[0]) if test is not None else None  # `(ni + 1) % k`
+    if epoch is None or name is None or name in micro.targets or test is None or test.flag is not None:
+        return False
+    definitions = scope.definitions(name)
+    if any(epoch.contains(d.stmt) and not micro.contains(d.stmt) for d in definitions):
+        return False  # set anew at each epoch: the count restarts with it
+    inside = [d for d in definitions if micro.contains(d.stmt)]
+    if not inside or not all(window.every_micro_step(d.stmt) for d in inside):
+        return False
+    for definition in inside:
+        if definition.kind == "aug" and int_value(definition.value) == 1:
+            continue
+        if definition.kind == "assign" and definition.value is not None and (
+            names_in(definition.value) & set(epoch.targets) and names_in(definition.value) & set(micro.targets)
+        ):
+            continue
+        return False
+    return True
+
+
+def _zeroes_what_steps(zero: Event, step: Event) -> bool:
+    """The zeroing acts on the optimizer the window steps: called on it, or a project helper handed
+    it (`reset_gradients(optimizer)`), or a trainer's own method zeroing its own optimizer."""
+    if zero.helper is None:
+        return (zero.optimizer or zero.receiver) in {step.optimizer, step.receiver}
+    stepped = step.optimizer or step.receiver
+    if zero.call is None or stepped is None:
+        return False
+    handed = {dotted(a) for a in (*zero.call.args, *(kw.value for kw in zero.call.keywords))}
+    own_method = stepped.startswith("self.") and (dotted(zero.call.func) or "").startswith("self.")
+    return stepped in handed or own_method
+
+
 def _wiped_at_each_epoch(
     window: Window, scope: Scope, events: list[Event], source: SourceText
 ) -> Optional[tuple[str, ast.AST, Optional[Fix]]]:
-    """`if ni - last_opt_step >= k:` (the micro-steps since the last step), with `last_opt_step`
-    set nowhere in the epochs but in the step block, and the optimizer zeroed at the start of each
+    """A window count that runs on across epochs, either `if ni - last_opt_step >= k:` (the
+    micro-steps since the last step, the mark set nowhere in the epochs but in the step block) or
+    `if ni % k == 0:` with `ni = i + nb * epoch`, and the optimizer zeroed at the start of each
     epoch, before its batch loop: the micro-batches backwarded since the last step are wiped there,
     computed and never applied. Report only, at the zeroing."""
     micro, test = window.micro_loop, window.test
     epoch = micro.parent
-    if epoch is None or window.form != "gate" or test is None or test.since_last is None:
+    if epoch is None or window.form != "gate" or test is None:
         return None
     if not isinstance(micro.node, FOR_LOOPS) or _flushed_after(window, events) or _discarded_after(window, events):
         return None
-    if any(epoch.contains(d.stmt) and not window.in_step_block(d.stmt) for d in scope.definitions(test.since_last)):
+    if test.since_last is None:
+        if test.end_clause or not _counts_across_epochs(window, scope):
+            return None
+    elif any(epoch.contains(d.stmt) and not window.in_step_block(d.stmt) for d in scope.definitions(test.since_last)):
         return None  # the mark starts anew somewhere in the epochs: the windows may not carry over
     step = window.step
     zeros = [
         e for e in events
         if e.kind == ZERO and epoch.contains(e.stmt) and not micro.contains(e.stmt) and e.order < micro.header.order
-        and e.stmt.runs_whenever(epoch.node) and (e.optimizer or e.receiver) in {step.optimizer, step.receiver}
+        and e.stmt.runs_whenever(epoch.node) and _zeroes_what_steps(e, step)
     ]
     if not zeros:
         return None
     zero = zeros[-1]
     k_text = source.segment(window.k)
     line = getattr(window.gate, "lineno", "?")
+    if test.since_last is not None:
+        gated = f"the micro-steps since the last one (line {line}), a count that runs on across epochs,"
+    else:
+        assert window.gate is not None
+        gated = f"`{source.segment(window.gate.test)}` (line {line}), and `{dotted(plus_constant(test.counter)[0])}` runs on across epochs,"
     message = (
-        f"the step is gated on the micro-steps since the last one (line {line}), a count that runs on "
-        f"across epochs, but `{source.segment(zero.call or zero.stmt.node)}` at the start of each epoch wipes "
+        f"the step is gated on {gated} but `{source.segment(zero.call or zero.stmt.node)}` at the start of each epoch wipes "
         f"the gradients backwarded since that step: up to {k_text} - 1 micro-batches of each epoch are "
         f"computed and never applied, and the next epoch's first window is short by as many"
     )
@@ -488,6 +535,9 @@ def _dropped_window(
         # whether the count carries into the next epoch depends on where it is reset; what the
         # epoch does to the gradients in between can still be read
         return _wiped_at_each_epoch(window, scope, events, source)
+    wiped = _wiped_at_each_epoch(window, scope, events, source)
+    if wiped is not None:
+        return wiped
     if window.form == "callee" and window.passed_test is None:
         return None  # the test is the called function's own: its counter is not the loop's in sight
     if window.reporting_gate:
