@@ -13,7 +13,7 @@ from accumlint.analysis.windows import Window
 from accumlint.analysis.collect import Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, Event
 from accumlint.model import Fix, Violation
-from accumlint.rules.common import place_in
+from accumlint.rules.common import disabled_scaler, place_in
 from accumlint.rules.edits import insert_before, remove
 from accumlint.rules.meta import FixSafety
 
@@ -165,6 +165,8 @@ def _through_calls(sf: ScopeFacts, facts: ModuleFacts, reported: set[int]) -> It
         if not scaled or any(e.kind == UNSCALE for e in last):
             continue  # no scaled backward right before the call, or an unscale_ in between
         scaler = _scaler_behind(scaled[0])
+        if disabled_scaler(scaler, sf.scope):
+            continue
         clip = _unscaled_clip_in(callee)
         if clip is None:
             clip = _bare_clip_in(callee)
@@ -216,6 +218,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue
             step = scaler_steps[0]
             scaler = step.scaler or scaler_stepped_in(step)
+            if disabled_scaler(scaler, sf.scope):
+                continue
             window = next((w for w in sf.windows if w.step_loop.contains(clip.stmt)), None)
             clip_in_block = window is None or window.in_step_block(clip.stmt)
             unscales = [

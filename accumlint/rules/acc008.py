@@ -14,7 +14,7 @@ from accumlint.analysis.reach import reached
 from accumlint.analysis.schedules import UPDATES, Length, schedule_length
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import under_accumulate
+from accumlint.rules.common import disabled_scaler, under_accumulate
 from accumlint.rules.window_moves import move_into_step_block
 from accumlint.rules.meta import FixSafety
 from accumlint.source import SourceText
@@ -143,6 +143,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue
                 if not window.every_micro_step(event.stmt) or under_accumulate(event.stmt, facts):
                     continue
+                if event.kind == UPDATE and disabled_scaler(event.receiver, sf.scope):
+                    continue  # a scaler built switched off records nothing and raises nothing
                 if event.helper:
                     yield from _in_helpers(facts, sf, window, event, seen)
                     continue

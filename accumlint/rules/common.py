@@ -11,11 +11,23 @@ from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import WITHS, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, ZERO, Event
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, last_part, method_of, names_in
+from accumlint.analysis.exprs import dotted, is_constant, keyword, last_part, method_of, names_in
 from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
+
+
+def disabled_scaler(name: Optional[str], scope: Scope) -> bool:
+    """`scaler = GradScaler(enabled=False)` in sight, and no other binding of the name: a scaler
+    built switched off leaves losses and gradients as they are, so its scale never reaches them."""
+    if name is None:
+        return False
+    definitions = [d for s in scope.binding_scopes(name) for d in s.definitions(name)]
+    return bool(definitions) and all(
+        d.kind == "assign" and isinstance(d.value, ast.Call) and is_constant(keyword(d.value, "enabled"), False)
+        for d in definitions
+    )
 
 
 def framework_divides(event: Event, roles: Roles) -> bool:
