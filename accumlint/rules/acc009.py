@@ -535,10 +535,11 @@ def _advice(facts: ModuleFacts, model: str, where: str = "", wrapping: Optional[
             f"`{owner}.no_backward_sync({model}, enabled=...)`"
         )
     if owner is not None:
-        return (
-            f"wrap the forward and backward of non-final micro-steps{where} in `{owner}.no_sync({model})`, "
-            f"or run each micro-step under `{owner}.accumulate({model})`"
-        )
+        accumulate = f"run each micro-step under `{owner}.accumulate({model})`"
+        if owner in facts.roles.accelerator_gas and not facts.roles.accumulating_accelerator(owner):
+            # built without accumulation steps, `accumulate()` syncs on every micro-step
+            accumulate = f"build `{owner}` with `gradient_accumulation_steps` set to the window and {accumulate}"
+        return f"wrap the forward and backward of non-final micro-steps{where} in `{owner}.no_sync({model})`, or {accumulate}"
     foreign = _foreign_wrapper(facts, {model})
     if foreign is not None:
         return (
@@ -605,6 +606,25 @@ def _forwards_in_methods(loop: Loop, scope: Scope, facts: ModuleFacts, models: s
             if model.startswith("self.") and model in models and not inner.stmt.no_grad and model not in found:
                 if _wrapping_in_sight(model, scope, facts) is not None:
                     found.append(model)
+    return found
+
+
+def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: set[str]) -> list[str]:
+    """The DDP-wrapped submodules of a model the loop runs forward with autograd (`dlrm.bot_l =
+    DDP(dlrm.bot_l)` in sight, then `dlrm(x)` in the loop): each one all-reduces its own gradients
+    on every backward through it."""
+    found: list[str] = []
+    for site in scope.calls:
+        if not loop.contains(site.stmt) or site.stmt.no_grad:
+            continue
+        called = dotted(site.call.func) or ""
+        model = called[: -len(".forward")] if called.endswith(".forward") else called
+        if not model or model in models or _only_graph_free_forwards(model, loop, scope):
+            continue
+        for name in sorted(models):
+            parent, _, attr = name.rpartition(".")
+            if parent == model and attr != "module" and name not in found and _wrapping_in_sight(name, scope, facts):
+                found.append(name)
     return found
 
 
@@ -739,6 +759,8 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             if id(window.micro_loop.node) in loops:
                 continue
             used = _wrapped_models_in(window.micro_loop, sf.scope, facts, models)
+            submodules = [] if used else _wrapped_submodules(window.micro_loop, sf.scope, facts, models)
+            used = used or submodules
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
@@ -748,6 +770,17 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                 continue
             reported.add(id(backward.call))
             loops.add(id(window.micro_loop.node))
+            if submodules:
+                listed = ", ".join(f"`{m}`" for m in submodules)
+                contexts = " and ".join(f"`{m}.no_sync()`" for m in submodules)
+                yield Violation(
+                    CODE,
+                    f"the DistributedDataParallel submodule{'s' if len(submodules) > 1 else ''} {listed} of "
+                    f"`{submodules[0].rpartition('.')[0]}` reduce{'' if len(submodules) > 1 else 's'} gradients across "
+                    f"ranks on every micro-step: wrap the forward and backward of non-final micro-steps in {contexts}",
+                    backward.call,
+                )
+                continue
             wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
