@@ -706,6 +706,15 @@ def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
         return None
     scope = callee.scope
     steps = [e for e in callee.module.direct.get(id(scope), []) if e.kind == STEP]
+    if not steps:
+        # `self.train_in_steps()` runs the backward, then `self.update_optimizer()` on every call,
+        # which steps under its own gate: that gate holds the step of each micro-step
+        deeper = _step_method_called_each_time(callee)
+        if deeper is None:
+            return None
+        call, callee = deeper
+        scope = callee.scope
+        steps = [e for e in callee.module.direct.get(id(scope), []) if e.kind == STEP]
     if not steps or any(not loop_.entry for e in steps for loop_ in e.stmt.loops):
         return None  # it steps through deeper calls, or in a loop of its own
     tests: list[tuple[GateTest, Optional[ast.expr]]] = []
@@ -730,10 +739,44 @@ def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
                 if not same_self:
                     return None
             elif name not in passed and not (own_module and root not in scope.defs and root not in scope.params):
-                return None  # the callee's own local, or a global of another module
+                if not (same_self and _made_from_self(name, scope)):
+                    return None  # the callee's own local, or a global of another module
     window = Window("callee", loop, loop, test.k, set(), step, None, None, test, None)
     window.passed_test = passed_test
     return window
+
+
+def _step_method_called_each_time(callee: Callee) -> Optional[tuple[ast.Call, Callee]]:
+    """`self.update_optimizer()`, called with no arguments on every run of the method `callee`
+    (no `if` or loop around it), a method of the same class that steps the optimizer itself."""
+    scope = callee.scope
+    own_class = enclosing_class(scope)
+    if own_class is None:
+        return None
+    for site in scope.calls:
+        func = site.call.func
+        if site.call.args or site.call.keywords or site.stmt.loops or not isinstance(func, ast.Attribute):
+            continue
+        if dotted(func.value) != "self" or any(isinstance(node, ast.If) for node, _ in site.stmt.path):
+            continue
+        deeper = callee.module.resolver.resolve(site.call, scope)
+        deeper_class = enclosing_class(deeper.scope) if deeper is not None else None
+        if deeper is None or deeper.scope is scope or deeper_class is None or deeper_class.class_node is not own_class.class_node:
+            continue
+        if any(e.kind == STEP for e in deeper.module.direct.get(id(deeper.scope), [])):
+            return site.call, deeper
+    return None
+
+
+def _made_from_self(name: str, scope: Scope) -> bool:
+    """A local set once, from the object's own attributes and constants only (`curr_step =
+    self.step + self.max_stepnum * self.epoch`): the caller of a method of the same class sees
+    the same value."""
+    definitions = scope.definitions(name)
+    if len(definitions) != 1 or definitions[0].kind != "assign" or definitions[0].value is None:
+        return False
+    names = names_in(definitions[0].value) - {"self"}
+    return bool(names) and all(n.startswith("self.") for n in names)
 
 
 def _enclosing_gate(
