@@ -9,7 +9,8 @@ import dataclasses
 
 from accumlint.analysis import ModuleFacts
 from accumlint.analysis.events import BACKWARD, STEP, ZERO, Event
-from accumlint.analysis.collect import FOR_LOOPS, Definition, Scope
+from accumlint.analysis.collect import FOR_LOOPS, Definition, Loop, Scope, Stmt
+from accumlint.analysis.reach import reached
 from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
@@ -434,6 +435,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
     for sf in facts.scopes:
         for window in sf.windows:
             found = _dropped_window(window, sf.scope, sf.events, facts.analysed)
+            if found is None:
+                found = _wiped_by_calling_epoch(window, sf.events, facts)
             if found is not None:
                 message, node, fix = found
                 yield Violation(CODE, message, node, fix)
@@ -518,6 +521,94 @@ def _wiped_at_each_epoch(
         f"the step is gated on {gated} but `{source.segment(zero.call or zero.stmt.node)}` at the start of each epoch wipes "
         f"the gradients backwarded since that step: up to {k_text} - 1 micro-batches of each epoch are "
         f"computed and never applied, and the next epoch's first window is short by as many"
+    )
+    return message, zero.call or zero.stmt.node, None
+
+
+def _optimizers_of(event: Event, kind) -> set[str]:
+    """The optimizers an event acts on: its own, or those of the `kind` events inside the function
+    it calls (`self.update_optimizer()` stepping `self.optimizer`)."""
+    if event.callee is None:
+        return {name for name in (event.optimizer, event.receiver) if name}
+    return {name for found in reached(event, kind) for name in (found.event.optimizer, found.event.receiver) if name}
+
+
+def _epoch_loop_calling(method: Scope, facts: ModuleFacts) -> Optional[tuple[Loop, Stmt, list[Event]]]:
+    """A trainer's epoch loop in another method of the class that calls `method` (which holds the
+    batch loop) on every pass (`for self.epoch in ...: self.before_epoch(); self.train_one_epoch()`):
+    the loop, the calling statement and that method's events."""
+    if method.class_node is None and not method.class_scopes:
+        return None
+    for sf in facts.scopes:
+        if sf.scope is method or not any(sf.scope is other for other in method.class_scopes):
+            continue
+        for site in sf.scope.calls:
+            if dotted(site.call.func) != f"self.{method.name}" or not site.stmt.loops:
+                continue
+            epoch = site.stmt.loops[-1]
+            if isinstance(epoch.node, FOR_LOOPS) and site.stmt.runs_whenever(epoch.node):
+                return epoch, site.stmt, sf.events
+    return None
+
+
+def _methods_called_in(loop: Loop, depth: int = 2) -> set[str]:
+    """The names of the object's own methods called in the loop, and in those, `depth` calls down."""
+    names: set[str] = set()
+    scopes = [loop.scope]
+    for level in range(depth):
+        found: set[str] = set()
+        for scope in scopes:
+            for site in scope.calls:
+                func = site.call.func
+                if isinstance(func, ast.Attribute) and dotted(func.value) == "self" and (level or loop.contains(site.stmt)):
+                    found.add(func.attr)
+        names |= found
+        scopes = [s for s in loop.scope.class_scopes if s.name in found]
+    return names
+
+
+def _wiped_by_calling_epoch(
+    window: Window, events: list[Event], facts: ModuleFacts
+) -> Optional[tuple[str, ast.AST, Optional[Fix]]]:
+    """The trainer form of `_wiped_at_each_epoch`: the batch loop is a method (`train_one_epoch`)
+    whose window counts the micro-steps since the last step (`curr_step - self.last_opt_step >=
+    self.accumulate`), called once per epoch from another method whose epoch loop first zeroes the
+    same optimizer (`self.before_epoch()` running `self.optimizer.zero_grad()`). The mark must be
+    set only by the step itself and outside the epochs. Report only, at the zeroing's call."""
+    micro, test = window.micro_loop, window.test
+    if micro.parent is not None or test is None or test.since_last is None or not isinstance(micro.node, FOR_LOOPS):
+        return None
+    if _flushed_after(window, events) or _discarded_after(window, events):
+        return None
+    found = _epoch_loop_calling(micro.scope, facts)
+    if found is None:
+        return None
+    epoch, call_stmt, epoch_events = found
+    counter = dotted(plus_constant(test.counter)[0])
+    each_epoch = _methods_called_in(epoch) - {micro.scope.name}
+    for scope in micro.scope.binding_scopes(test.since_last):
+        for definition in scope.definitions(test.since_last):
+            value = definition.value
+            if definition.kind == "assign" and value is not None and dotted(plus_constant(value)[0]) == counter:
+                continue  # the step's own mark
+            if scope is epoch.scope and epoch.contains(definition.stmt) or scope is micro.scope or scope.name in each_epoch:
+                return None  # set anew in the epochs: the window may not carry over
+    stepped = _optimizers_of(window.step, STEP)
+    zeros = [
+        e for e in epoch_events
+        if e.kind == ZERO and epoch.contains(e.stmt) and e.order < call_stmt.order
+        and e.stmt.runs_whenever(epoch.node) and _optimizers_of(e, ZERO) & stepped
+    ]
+    if not zeros:
+        return None
+    zero = zeros[-1]
+    k_text = facts.source.segment(window.k)
+    message = (
+        f"the step is gated on the micro-steps since the last one, a count that runs on across epochs, "
+        f"but `{facts.source.segment(zero.call or zero.stmt.node)}` at the start of each epoch (before "
+        f"`{micro.scope.name}()` runs the batches) wipes the gradients backwarded since that step: up to "
+        f"{k_text} - 1 micro-batches of each epoch are computed and never applied, and the next epoch's "
+        f"first window is short by as many"
     )
     return message, zero.call or zero.stmt.node, None
 
