@@ -132,3 +132,50 @@ def test_script_clean_twins(wrap: str, forward: str) -> None:
 def test_step_on_every_batch_is_clean() -> None:
     source = _script().replace("(i + 1) % k == 0 or i + 1 == len(loader)", "True")
     assert "ACC009" not in codes(source)
+
+
+DIST_HELPERS = """
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+my_size = 1
+"""
+
+GLOBAL_SCRIPT = """
+import torch
+import extend_distributed as ext_dist
+
+
+def dlrm_wrap(X, y):
+    return dlrm(X, y)
+
+
+def run(loader, k, device_ids, make_model):
+    global dlrm
+    dlrm = make_model()
+    optimizer = torch.optim.SGD(dlrm.parameters(), lr=0.1)
+    dlrm.bot_l = ext_dist.DDP(dlrm.bot_l, device_ids=device_ids)
+    for i, (x, y) in enumerate(loader):
+        loss = dlrm_wrap(x, y) / k
+        loss.backward()
+        if (i + 1) % k == 0 or i + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_ddp_imported_through_a_project_module_and_a_global_model_run_by_a_module_function(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "extend_distributed.py").write_text(DIST_HELPERS)
+    (tmp_path / "train.py").write_text(GLOBAL_SCRIPT)
+    monkeypatch.chdir(tmp_path)
+    [finding] = _acc009(GLOBAL_SCRIPT, "train.py")
+    assert "`dlrm.bot_l.no_sync()`" in finding.message
+
+
+def test_a_local_model_is_not_the_global_a_module_function_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = GLOBAL_SCRIPT.replace("    global dlrm\n", "")
+    (tmp_path / "extend_distributed.py").write_text(DIST_HELPERS)
+    (tmp_path / "train.py").write_text(source)
+    monkeypatch.chdir(tmp_path)
+    assert _acc009(source, "train.py") == []

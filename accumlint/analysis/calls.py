@@ -623,6 +623,25 @@ class Resolver:
         module = analysed(self.module.index, found[0])
         return module.resolver.exported(found[1], depth + 1) if module is not None else None
 
+    def library_name(self, name: str, depth: int = 0) -> Optional[str]:
+        """The library's dotted name behind a name taken from a project module that only imports
+        it (`ext_dist.DDP`, where `extend_distributed` does `from torch.nn.parallel import
+        DistributedDataParallel as DDP`): `torch.nn.parallel.DistributedDataParallel`."""
+        found = self._local_origin(name)
+        if found is None or depth > _MAX_DEPTH or self.module.index is None:
+            return None
+        module = analysed(self.module.index, found[0])
+        inner = found[1]
+        head, _, rest = inner.partition(".")
+        if module is None or head in module.top_functions or head in module.collected.classes:
+            return None  # the project's own
+        if module.resolver._local_origin(inner) is not None:
+            return module.resolver.library_name(inner, depth + 1)
+        origin = module.collected.imports.get(head)
+        if origin is None:
+            return None
+        return f"{origin}.{rest}" if rest else origin
+
     def exported(self, name: str, depth: int) -> Optional[Callee]:
         """A name this module offers to importers: its function, or a name it re-exports."""
         if depth > _MAX_DEPTH or not name:

@@ -463,6 +463,9 @@ def _wraps(
         return True
     if not isinstance(value, ast.Call):
         return False
+    library = facts.analysed.resolver.library_name(dotted(value.func) or "")
+    if library is not None and last_part(library) in ddp.WRAPPERS:
+        return True  # `ext_dist.DDP(...)`: torch's class, imported through a project module
     if not _PARALLEL_WORDS.search(last_part(dotted(value.func))) and not (
         _accumulates(facts) and lifetimes.is_model(target, _model_names(facts))
     ):
@@ -619,6 +622,8 @@ def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: se
             continue
         called = dotted(site.call.func) or ""
         model = called[: -len(".forward")] if called.endswith(".forward") else called
+        if not any(m.startswith(model + ".") for m in models):
+            model = _global_run_by(site.call, scope, facts, models) or ""
         if not model or model in models or _only_graph_free_forwards(model, loop, scope):
             continue
         for name in sorted(models):
@@ -626,6 +631,28 @@ def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: se
             if parent == model and attr != "module" and name not in found and _wrapping_in_sight(name, scope, facts):
                 found.append(name)
     return found
+
+
+def _global_run_by(call: ast.Call, scope: Scope, facts: ModuleFacts, models: set[str]) -> Optional[str]:
+    """`Z = dlrm_wrap(X, ...)`, a module function of this file that runs `dlrm(...)`, where `dlrm`
+    is a global that this function declares (`global dlrm`) and has DDP around some of its
+    submodules: the model the call runs forward."""
+    callee = facts.analysed.resolver.resolve(call, scope)
+    if callee is None or callee.module is not facts.analysed or isinstance(callee.scope.node, ast.Module):
+        return None
+    if callee.scope.parent is not None and not isinstance(callee.scope.parent.node, ast.Module):
+        return None  # a nested function reads its enclosing function's names, not the module's
+    for inner in callee.scope.calls:
+        name = dotted(inner.call.func) or ""
+        if not name or "." in name or name in callee.scope.params or name in callee.scope.defs or inner.stmt.no_grad:
+            continue
+        if any(m.startswith(name + ".") for m in models) and _declares_global(scope, name):
+            return name
+    return None
+
+
+def _declares_global(scope: Scope, name: str) -> bool:
+    return any(isinstance(node, ast.Global) and name in node.names for node in ast.walk(scope.node))
 
 
 def _forward_past_the_wrapper(name: str, loop: Loop, scope: Scope) -> bool:
