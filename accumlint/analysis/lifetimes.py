@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import dotted, int_value, last_part, method_of, names_in, walk
 from accumlint.frameworks import Role
 
 if TYPE_CHECKING:
@@ -258,16 +258,30 @@ def _minibatch_walk(loop: Loop) -> bool:
     function = loop.scope.name.lower()
     if function in {"forward", "__call__"} or "loss" in function:
         return False  # a model's or a loss's own pass over its inputs: its caller picks the grad mode
-    walked = {
-        dotted(node.args[0]) for arg in iterable.args for node in walk(arg)
-        if isinstance(node, ast.Call) and dotted(node.func) == "len" and node.args
-    } - {None}
+    walked = {_sized_by(node) for arg in iterable.args for node in walk(arg)} - {None}
     for node in walk(loop.node):
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and dotted(node.value) in walked:
             bounds = [b for b in (node.slice.lower, node.slice.upper) if b is not None]
             if any(target.id in names_in(b) for b in bounds):
                 return True
+        if isinstance(node, ast.Call) and len(node.args) >= 2 and not node.keywords:
+            # `get_batch(source, i)`: a helper handed the walked data and the step slices it
+            handed = [dotted(arg) for arg in node.args]
+            if any(h in walked for h in handed) and target.id in handed:
+                return True
     return False
+
+
+def _sized_by(node: ast.AST) -> Optional[str]:
+    """The data whose size a range is built from: `len(x)`, `x.size(0)`, `x.shape[0]`."""
+    if isinstance(node, ast.Call) and node.args:
+        if dotted(node.func) == "len":
+            return dotted(node.args[0])
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "size" and int_value(node.args[0]) == 0:
+            return dotted(node.func.value)
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Attribute) and node.value.attr == "shape":
+        return dotted(node.value.value) if int_value(node.slice) == 0 else None
+    return None
 
 
 def grad_disabled(scope: Scope) -> bool:

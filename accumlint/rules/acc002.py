@@ -733,6 +733,7 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
                 continue  # a pipeline's forward queue, popped by the backward passes that follow
             kept.append((name, value, stmt, via))
         if not kept:
+            yield from _carried_in_evaluation_loop(facts, sf, loop, models)
             continue
         names = ", ".join(dict.fromkeys(f"`{n}`" for n, _, _, _ in kept))
         name, value, stmt, via = min(kept, key=lambda k: k[2].order)
@@ -749,6 +750,42 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             stmt.node,
             _no_grad_fix(facts, loop),
         )
+
+
+def _carried_in_evaluation_loop(facts: ModuleFacts, sf, loop: Loop, models: set[str]) -> Iterator[Violation]:
+    """`output, hidden = model(data, hidden)` in a loop that never calls backward and runs with
+    autograd on: the state handed back into the next forward chains every batch's graph onto the
+    last, so the memory grows with each batch. Only where the function runs no backward at all and
+    hands back nothing but numbers (a REINFORCE rollout that backwards after the loop keeps its
+    graph on purpose), and the state is set before the loop and rebound in it only by that call."""
+    scope = sf.scope
+    if any(e.kind == BACKWARD for e in sf.events) or _takes_gradients(facts, scope, loop):
+        return
+    if any(_value_kind(facts, value, stmt, set()) != NUMBER for value, stmt in scope.returns):
+        return
+    for name, definitions in scope.defs.items():
+        if "." in name:
+            continue
+        inside = [d for d in definitions if loop.contains(d.stmt)]
+        if len(inside) != 1 or not any(not loop.contains(d.stmt) and d.order < loop.header.order for d in definitions):
+            continue
+        carried = inside[0]
+        call = carried.value
+        if carried.kind not in {"assign", "unpack"} or not isinstance(call, ast.Call) or carried.stmt.no_grad:
+            continue
+        if not _forward_call(call, models) or not lifetimes.is_model(dotted(call.func), models):
+            continue
+        if not any(name in names_in(arg) for arg in (*call.args, *(kw.value for kw in call.keywords))):
+            continue
+        yield Violation(
+            CODE,
+            f"`{name}` carries the autograd graph of every batch into the next one: this loop never calls "
+            f"backward but runs with autograd on, and each forward takes the `{name}` the last one made, so "
+            f"the graphs chain and memory grows with every batch: run it under `torch.no_grad()`",
+            carried.stmt.node,
+            _no_grad_fix(facts, loop),
+        )
+        return
 
 
 def _handed_out(facts: ModuleFacts, scope: Scope, name: str) -> bool:
