@@ -110,3 +110,18 @@ def _integer(expr: ast.expr) -> Optional[int]:
         value = int_value(expr.operand)
         return None if value is None else -value
     return int_value(expr)
+
+
+def asserted_one_before(scope: Scope, names: set[str], order: int) -> bool:
+    """`assert self.grad_accumulation_steps == 1, "..."` in the function itself, outside any loop or
+    `if`, before `order`: whenever the code after it runs, the accumulation count is 1."""
+    for stmt in scope.stmts:
+        if not isinstance(stmt.node, ast.Assert) or stmt.loops or stmt.order >= order:
+            continue
+        if any(isinstance(node, (ast.If, ast.Try)) for node, _ in stmt.path):
+            continue
+        test = stmt.node.test
+        name = dotted(test.left) if isinstance(test, ast.Compare) else None
+        if name is not None and name in names and _k_compared_to_one(test, name) == "body":
+            return True
+    return False

@@ -13,7 +13,7 @@ from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, SCHED, STEP, UNSCALE, UPDATE, ZERO, Event
 from accumlint.analysis.exprs import dotted, int_value, keyword, method_of, names_in
-from accumlint.analysis.pinned import count_is_one_on_way
+from accumlint.analysis.pinned import asserted_one_before, count_is_one_on_way
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.reach import reached
 from accumlint.analysis.windows import Window, flag_dests
@@ -443,6 +443,8 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
         whole = _around_every_backward(sf, loop)
         if not all(_step_runs_every_micro_step(e, loop, whole) for e in steps):
             continue  # some step is held by a gate (read or not): other rules' ground
+        if asserted_one_before(sf.scope, names, loop.header.order):
+            continue  # `assert k == 1, "no accumulation here"` at the top of the function
         gate = _accumulation_gate(sf.scope, loop, names)
         steps = [e for e in steps if not _window_held(e, gate, sf.scope, names)]
         if not steps:
