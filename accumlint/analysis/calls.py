@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
-from accumlint.analysis.exprs import class_like, dotted, is_string, last_part, positional
+from accumlint.analysis.exprs import class_like, dotted, is_constant, is_string, keyword, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
@@ -237,6 +237,22 @@ def _class_annotation(cls: ast.ClassDef, attr: str) -> Optional[str]:
         if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == attr:
             return _annotated_class(node.annotation)
     return None
+
+
+_GRAD_OFF_CONTEXTS = frozenset({"no_grad", "inference_mode"})
+
+
+def _flag_passed_true(test: ast.expr, call: ast.Call, init: Optional[Callee]) -> bool:
+    """`if self.no_grad:` in a context manager's `__enter__`, with `self.no_grad = no_grad` in its
+    `__init__` and `no_grad=True` written at the call."""
+    flag = dotted(test)
+    if init is None or flag is None or not flag.startswith("self."):
+        return False
+    for definition in init.scope.definitions(flag):
+        param = dotted(definition.value) if definition.value is not None else None
+        if param in init.scope.params and is_constant(keyword(call, param), True):
+            return True
+    return False
 
 
 def _endless_generator(function: ast.AST) -> bool:
@@ -735,6 +751,13 @@ class Resolver:
             return module.resolver, cls
         return module.resolver._imported_class(found[1], depth + 1)  # re-exported there
 
+    def forward_of(self, call: ast.Call, scope: Scope) -> Optional[Callee]:
+        """`model(x)` on an instance of a project module class (`model = MemorizingTransformer(...)`):
+        that class's `forward`."""
+        name = dotted(call.func)
+        cls = self.instance_class(name, scope) if name is not None else None
+        return self._class_method(cls, "forward", 0) if cls is not None else None
+
     def iterates_endlessly(self, call: ast.Call) -> bool:
         """`MetaLoader(loaders)` of a project class whose `__iter__` loops `while True:` with no
         `break` or `return`: iterating it never ends, so it has no epochs."""
@@ -745,6 +768,35 @@ class Resolver:
             return False  # a library's class (a role like `DataLoader` is no bar: this reads the code)
         found = self._class_method(name, "__iter__", 0)
         return found is not None and _endless_generator(found.scope.node)
+
+    def enters_no_grad(self, call: ast.Call) -> bool:
+        """`with eval_mode(model, no_grad=True):` of a project context manager whose `__enter__`
+        turns autograd off: enters a `torch.no_grad()` or `inference_mode()` its `__init__` made, or
+        calls `torch.set_grad_enabled(False)`; under `if self.flag:` only where the call passes
+        that flag as a literal True."""
+        name = dotted(call.func)
+        if name is None or (name not in self.module.collected.classes and self._local_origin(name) is None):
+            return False
+        enter = self._class_method(name, "__enter__", 0)
+        init = self._class_method(name, "__init__", 0)
+        if enter is None:
+            return False
+        contexts = {
+            attribute for attribute, definitions in (init.scope.defs.items() if init is not None else [])
+            if attribute.startswith("self.") and any(
+                isinstance(d.value, ast.Call) and last_part(dotted(d.value.func)) in _GRAD_OFF_CONTEXTS for d in definitions
+            )
+        }
+        for site in enter.scope.calls:
+            func = dotted(site.call.func) or ""
+            entered = func.endswith(".__enter__") and func[: -len(".__enter__")] in contexts
+            switched = last_part(func) == "set_grad_enabled" and bool(site.call.args) and is_constant(site.call.args[0], False)
+            if not (entered or switched):
+                continue
+            tests = [node.test for node, _ in site.stmt.path if isinstance(node, ast.If)]
+            if all(_flag_passed_true(test, call, init) for test in tests):
+                return True
+        return False
 
     def sets_attribute(self, cls: ast.ClassDef, name: str, depth: int = 0) -> bool:
         """`self.model = ...` (the `name`, on `self` or `cls`) in a method of `cls` or of a project

@@ -717,6 +717,8 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             continue
         if loop.parent is not None and id(loop.parent) not in trained:
             continue  # the outermost loop that never calls backward holds the finding
+        if _in_project_no_grad_context(facts, loop):
+            continue
         if not any(lifetimes.over_data(inner, facts) for inner in scope.loops if inner is loop or loop.contains(inner.header)):
             continue  # tiles, prompts, time steps: a model's own loop, whose caller picks the grad mode
         kept: list[tuple[str, ast.expr, Stmt, str]] = []
@@ -750,6 +752,15 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
             stmt.node,
             _no_grad_fix(facts, loop),
         )
+
+
+def _in_project_no_grad_context(facts: ModuleFacts, loop: Loop) -> bool:
+    """The loop runs inside `with eval_mode(model, no_grad=True):`, a project context manager
+    that turns autograd off on entry."""
+    return any(
+        isinstance(item.context_expr, ast.Call) and facts.analysed.resolver.enters_no_grad(item.context_expr)
+        for node, _ in loop.header.path if isinstance(node, (ast.With, ast.AsyncWith)) for item in node.items
+    )
 
 
 def _carried_in_evaluation_loop(facts: ModuleFacts, sf, loop: Loop, models: set[str]) -> Iterator[Violation]:
