@@ -13,7 +13,7 @@ from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
-from accumlint.analysis.exprs import dotted, is_true, keyword, last_part
+from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, last_part
 from accumlint.analysis.lifetimes import own_attribute
 from accumlint.analysis.values import number_state
 from accumlint.model import Fix, Origin, Violation
@@ -121,9 +121,62 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
         # are any (`inp = out` after backward), else all of them.
         after = [d for d in inside if d.order > last_backward]
         deciding = after[-1:] if after else inside
+        if any(_made_by_layers_out_of_sight(d, facts) for d in deciding):
+            continue  # what the project's forward hands back is not known: silent
         if all(facts.flow._definition_carries(d, 0) for d in deciding):
             carried[name] = inside
     return carried
+
+
+def _made_by_layers_out_of_sight(definition: Definition, facts) -> bool:
+    """`loss, mems = model(x, mems)` where the project model's `forward` returns, in that place, a
+    list it fills from layers it walks (`for attn, ff in self.layers: x, mem = attn(x);
+    new_mems.append(mem)`): each layer is any module of the list, so whether what it hands back
+    is detached (as memory-transformer layers do) is out of sight."""
+    call = definition.value
+    if definition.kind != "unpack" or not isinstance(call, ast.Call) or len(definition.index) != 1:
+        return False
+    resolver = facts.analysed.resolver if isinstance(facts, ModuleFacts) else facts.resolver
+    forward = resolver.forward_of(call, definition.stmt.scope)
+    if forward is None:
+        return False
+    index = definition.index[0]
+    # the returns that can be unpacked so (`return logits` on another path hands back no pair)
+    returned = [value.elts[index] for value, _ in forward.scope.returns
+                if isinstance(value, ast.Tuple) and len(value.elts) > index]
+    return bool(returned) and all(_filled_by_walked_layers(value, forward.scope) for value in returned)
+
+
+def _filled_by_walked_layers(value: ast.expr, scope: Scope) -> bool:
+    """`value` is a list made empty (or None) and filled only with what calls of a loop's own
+    target return (`x, mem = layer(x)` under `for layer in self.layers:`)."""
+    if not isinstance(value, ast.Name):
+        return False
+    made = scope.definitions(value.id)
+    if not made or any(d.kind != "assign" or not _empty(d.value) for d in made):
+        return False
+    appended = [site.call.args[0] for site in scope.calls
+                if dotted(site.call.func) == f"{value.id}.append" and len(site.call.args) == 1]
+    if not appended:
+        return False
+    targets = {name for d in (x for defs in scope.defs.values() for x in defs) if d.kind == "for" for name in [d.name]}
+    for element in appended:
+        if not isinstance(element, ast.Name):
+            return False
+        sources = scope.definitions(element.id)
+        if not sources or not all(
+            d.kind in {"assign", "unpack"} and isinstance(d.value, ast.Call) and dotted(d.value.func) in targets
+            for d in sources
+        ):
+            return False
+    return True
+
+
+def _empty(value: Optional[ast.expr]) -> bool:
+    """`[]`, `None`, or `[] if cond else None`."""
+    if isinstance(value, ast.IfExp):
+        return _empty(value.body) and _empty(value.orelse)
+    return isinstance(value, ast.List) and not value.elts or is_constant(value, None)
 
 
 def _module_class(call: Optional[ast.expr], facts: ModuleFacts) -> Optional[str]:
