@@ -101,7 +101,7 @@ def test_the_message_names_the_loop_and_the_handed_object(tmp_path, monkeypatch)
     result = engine.check_source((tmp_path / "main.py").read_text(), "main.py")
     [finding] = [f for f in result.findings if f.code == "ACC005"]
     assert finding.message.startswith("`train_one_epoch()` (engine.py:5) steps through the `loss_scaler` handed to it here")
-    assert "never reach `loss_scaler()`" in finding.message
+    assert "never reach the optimizer step inside `loss_scaler()`" in finding.message
     assert finding.fix is None
 
 

@@ -15,7 +15,8 @@ from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.epoch_count import hand_epoch_count
-from accumlint.analysis.exprs import class_like, dotted, int_value, is_true, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
+from accumlint.analysis.exprs import class_like, dotted, is_constant, int_value, is_true, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
+from accumlint.analysis import lifetimes
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
 from accumlint.analysis.windows import Window, range_len
@@ -228,10 +229,32 @@ def _cut_by_count(window: Window, counter: str) -> bool:
             continue
         if not (node.body and isinstance(node.body[-1], (ast.Break, ast.Continue))):
             continue
-        sides = ordered(node.test)
+        sides = ordered(node.test) or _equated(node.test, scope)
         if sides is not None and _reads_counter(sides[0], counter, stmt) and not _reads_counter(sides[1], counter, stmt):
             return True
     return False
+
+
+def _equated(test: ast.expr, scope: Scope) -> Optional[tuple[ast.expr, ast.expr]]:
+    """`if step_idx == max_steps: break`: a count run up to a bound the code chose, as `>=` reads;
+    not where the code tests the bound against None elsewhere (`if self.max_steps_per_epoch is not
+    None`): an optional bound compares unequal to every count, and the epoch then runs whole."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    for count, bound in ((test.left, test.comparators[0]), (test.comparators[0], test.left)):
+        name = dotted(bound)
+        if name is not None and not _tested_against_none(name, scope):
+            return count, bound
+    return None
+
+
+def _tested_against_none(name: str, scope: Scope) -> bool:
+    scopes = {id(s): s for s in (*scope.sight(), *scope.class_scopes)}
+    return any(
+        isinstance(node, ast.Compare) and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+        and dotted(node.left) == name and is_constant(node.comparators[0], None)
+        for s in scopes.values() for node in ast.walk(s.node)
+    )
 
 
 def _sized_in_steps(sized: Optional[ast.expr], scope: Scope, depth: int = 0) -> bool:
@@ -401,6 +424,13 @@ def _gated_elsewhere(window: Window, source: SourceText) -> bool:
         node = stmt.node
         if advanced and window.micro_loop.contains(stmt) and isinstance(node, (ast.If, ast.While)) and names_in(node.test) & advanced:
             return True
+    for node in (n for statement in window.gate.body for n in ast.walk(statement)):
+        # the step block ends the run or tests a step count (`if metrics.global_step >= max_steps:
+        # ...; return`): one more step per epoch would move where the run stops or saves
+        if isinstance(node, (ast.Return, ast.Break)):
+            return True
+        if isinstance(node, (ast.If, ast.While)) and any("step" in (last_part(n) or "").lower() for n in names_in(node.test)):
+            return True
     for stmt in window.micro_loop.scope.stmts:
         if not window.micro_loop.contains(stmt) or id(stmt.node) in step_gates or isinstance(stmt.node, FOR_LOOPS):
             continue
@@ -426,9 +456,15 @@ def _step_text(window: Window, module: AnalysedModule) -> str:
         if e.call is not None and isinstance(e.call.func, ast.Attribute) and dotted(e.call.func.value) == e.receiver
         and module.roles.role(e.receiver) == Role.OPTIMIZER
     ]
-    call = (own or steps)[0].call if steps else None
+    chosen = (own or steps)[0] if steps else None
+    call = chosen.call if chosen is not None else None
     assert module.source is not None
-    return f"`{module.source.segment(call.func)}()`" if call is not None else "the optimizer step"
+    if call is None:
+        return "the optimizer step"
+    if chosen is not None and chosen.helper is not None:
+        # `loss_scaler(loss, opt, update_grad=...)` runs its backward every time: only its step is held
+        return f"the optimizer step inside `{module.source.segment(call.func)}()`"
+    return f"`{module.source.segment(call.func)}()`"
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
@@ -441,6 +477,64 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 message, node, fix = found
                 yield Violation(CODE, message, node, fix)
     yield from _handed_over(facts)
+    yield from _engine_window_restarted(facts)
+
+
+def _engine_window_restarted(facts: ModuleFacts) -> Iterator[Violation]:
+    """`model.micro_steps = 0` before a pass over the data whose every micro-step runs
+    `model.backward(loss)` and `model.step()` (a DeepSpeed engine, BEiT's `train_one_epoch`): the
+    engine counts its accumulation window from that reset, so the windows start with the epoch and
+    the last len % gradient_accumulation_steps micro-batches never reach an optimizer step. Report
+    only, at the reset."""
+    for sf in facts.scopes:
+        for name, definitions in sf.scope.defs.items():
+            if not name.endswith(".micro_steps"):
+                continue
+            engine = name[: -len(".micro_steps")]
+            for reset in definitions:
+                if reset.kind != "assign" or int_value(reset.value) != 0:
+                    continue
+                loop = _engine_pass_after(reset, engine, facts)
+                if loop is None:
+                    continue
+                yield Violation(
+                    CODE,
+                    f"`{name} = 0` restarts the engine's accumulation count before each pass over the data, "
+                    f"while `{engine}.step()` runs on every micro-step (line {getattr(loop.node, 'lineno', '?')}): the engine's "
+                    f"windows start with the epoch, so when it accumulates (gradient_accumulation_steps > 1) the "
+                    f"last len % gradient_accumulation_steps micro-batches of each epoch never reach an optimizer step",
+                    reset.stmt.node,
+                )
+
+
+def _engine_pass_after(reset: Definition, engine: str, facts: ModuleFacts) -> Optional[Loop]:
+    """The loop over data after the reset, outside it, whose micro-steps each run the engine's
+    backward and step (not held by a test of the loop's counter), with no step of it after the loop."""
+    scope = reset.stmt.scope
+    for loop in scope.loops:
+        if loop.contains(reset.stmt) or reset.order > loop.header.order or not isinstance(loop.node, FOR_LOOPS):
+            continue
+        if loop.parent is not None and not loop.parent.contains(reset.stmt):
+            continue
+        if not lifetimes.over_data(loop, facts):
+            continue
+        # `micro_steps` is the engine's own count: its calls are read by name (the engine is
+        # often a parameter, with no role in sight)
+        calls = [(site, dotted(site.call.func)) for site in scope.calls]
+        steps = [s for s, f in calls if f == f"{engine}.step" and loop.contains(s.stmt) and not _held_by_counter(s.stmt, loop)]
+        backwards = [s for s, f in calls if f == f"{engine}.backward" and loop.contains(s.stmt)]
+        if not steps or not backwards:
+            continue
+        if any(f == f"{engine}.step" and s.stmt.order > loop.last_order for s, f in calls):
+            continue  # stepped again after the pass
+        return loop
+    return None
+
+
+def _held_by_counter(stmt: Stmt, loop: Loop) -> bool:
+    """Inside an `if` that reads the loop's own counters (`if (i + 1) % k == 0:`)."""
+    targets = set(loop.targets)
+    return any(isinstance(node, ast.If) and names_in(node.test) & targets for node, _ in stmt.path)
 
 
 def _counts_across_epochs(window: Window, scope: Scope) -> bool:
