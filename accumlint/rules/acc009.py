@@ -9,7 +9,7 @@ import re
 
 from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
-from accumlint.analysis.calls import AnalysedModule, bound_arguments
+from accumlint.analysis.calls import AnalysedModule, bound_arguments, enclosing_class
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
@@ -633,6 +633,49 @@ def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: se
     return found
 
 
+def _wrapped_by_subclass(
+    loop: Loop, scope: Scope, facts: ModuleFacts
+) -> Optional[tuple[str, str, AnalysedModule, ast.AST]]:
+    """`self.vlm(...)` run forward in a base class's loop, where a subclass (here or in a module
+    that imports this one) sets `self.vlm = DDP(self.vlm, ...)` in one of its methods (a training
+    strategy per backend): (the model, the subclass, its module, the wrapping call). Not where
+    that module controls sync itself."""
+    owner = enclosing_class(scope)
+    if owner is None or owner.class_node is None:
+        return None
+    forwards = []
+    for site in scope.calls:
+        called = dotted(site.call.func) or ""
+        model = called[: -len(".forward")] if called.endswith(".forward") else called
+        if loop.contains(site.stmt) and not site.stmt.no_grad and model.count(".") == 1 and model.startswith("self."):
+            forwards.append(model)
+    if not forwards:
+        return None
+    base = owner.class_node.name
+    module_here = facts.analysed
+    candidates = [module_here]
+    index, path = module_here.index, module_here.path
+    if index is not None and path is not None:
+        from accumlint.analysis.calls import analysed
+
+        for other in index.importers(index.resolved(path)):
+            found = analysed(index, other)
+            if found is not None:
+                candidates.append(found)
+    for module in candidates:
+        for cls in module.collected.classes.values():
+            if cls is owner.class_node or not any(last_part(dotted(b)) == base for b in cls.bases):
+                continue
+            for method in (s for s in module.collected.scopes if s.class_node is cls):
+                for model in forwards:
+                    for definition in method.definitions(model):
+                        if _builds_wrapper(definition.value, module.roles) and not _sync_managed_in(module, facts):
+                            if module is not module_here and index is not None and module.path is not None:
+                                module_here.consulted.add(index.resolved(module.path))
+                            return model, cls.name, module, definition.stmt.node
+    return None
+
+
 def _global_run_by(call: ast.Call, scope: Scope, facts: ModuleFacts, models: set[str]) -> Optional[str]:
     """`Z = dlrm_wrap(X, ...)`, a module function of this file that runs `dlrm(...)`, where `dlrm`
     is a global that this function declares (`global dlrm`) and has DDP around some of its
@@ -758,7 +801,9 @@ def _pinned_to_one(facts: ModuleFacts) -> set[str]:
     (a zeroth-order step that cannot accumulate), not the whole run."""
     def find() -> set[str]:
         pinned: set[str] = set()
-        for stmt in (s for scope in facts.collected.scopes for s in scope.stmts):
+        # a method's assertion speaks for that method alone (`run_vla_training` asserting k == 1
+        # beside `run_training`, which accumulates): read in `_reads_pinned`
+        for stmt in (s for scope in facts.collected.scopes if scope.class_node is None for s in scope.stmts):
             test = stmt.node.test if isinstance(stmt.node, ast.Assert) and not stmt.loops else None
             if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.LtE)):
                 continue
@@ -774,6 +819,13 @@ def _pinned_to_one(facts: ModuleFacts) -> set[str]:
 def _reads_pinned(loop: Loop, scope: Scope, facts: ModuleFacts) -> bool:
     """The loop reads an accumulation count the module asserts to be 1 (`loss / args.accumsteps`)."""
     pinned = {name for name in _pinned_to_one(facts) if "accum" in last_part(name).lower()}
+    if scope.class_node is not None:
+        pinned |= {
+            dotted(stmt.node.test.left) or "" for stmt in scope.stmts
+            if isinstance(stmt.node, ast.Assert) and not stmt.loops and isinstance(stmt.node.test, ast.Compare)
+            and len(stmt.node.test.ops) == 1 and isinstance(stmt.node.test.ops[0], (ast.Eq, ast.LtE))
+            and int_value(stmt.node.test.comparators[0]) == 1 and "accum" in last_part(dotted(stmt.node.test.left)).lower()
+        }
     return bool(pinned) and any(o.name in pinned and loop.contains(o.stmt) for o in scope.occurrences)
 
 
@@ -788,6 +840,8 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             used = _wrapped_models_in(window.micro_loop, sf.scope, facts, models)
             submodules = [] if used else _wrapped_submodules(window.micro_loop, sf.scope, facts, models)
             used = used or submodules
+            by_subclass = None if used else _wrapped_by_subclass(window.micro_loop, sf.scope, facts)
+            used = used or ([by_subclass[0]] if by_subclass is not None else [])
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
@@ -797,6 +851,16 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                 continue
             reported.add(id(backward.call))
             loops.add(id(window.micro_loop.node))
+            if by_subclass is not None:
+                model, subclass, module, wrap = by_subclass
+                yield Violation(
+                    CODE,
+                    f"`{model}` is a DistributedDataParallel model where the subclass `{subclass}` "
+                    f"({place_in(module, wrap)}) wraps it, and this loop reduces its gradients across ranks on "
+                    f"every micro-step: {_advice(facts, model)}",
+                    backward.call,
+                )
+                continue
             if submodules:
                 listed = ", ".join(f"`{m}`" for m in submodules)
                 contexts = " and ".join(f"`{m}.no_sync()`" for m in submodules)
@@ -929,6 +993,10 @@ def _handed_finding(
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
     if not _ddp_models(facts):
+        # a base class's loop may still run a model that a subclass elsewhere wraps
+        if any(sf.windows and enclosing_class(sf.scope) is not None for sf in facts.scopes) \
+                and not _sync_managed_in(facts.analysed, facts):
+            yield from _in_the_loop(facts, set())
         return
     for sf in facts.scopes:
         yield from _backward_only_no_sync(facts, sf)
