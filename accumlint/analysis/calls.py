@@ -166,9 +166,9 @@ def bound_arguments(call: ast.Call, callee: Callee) -> Optional[dict[str, ast.ex
             return None
         if position < len(params):
             bound[params[position]] = argument
-    for keyword in call.keywords:
-        if keyword.arg is not None and keyword.arg in callee.scope.params:
-            bound[keyword.arg] = keyword.value
+    for given in call.keywords:
+        if given.arg is not None and given.arg in callee.scope.params:
+            bound[given.arg] = given.value
     return bound
 
 

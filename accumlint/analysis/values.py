@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterable, Optional
 
 from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import appended, iterated_element, narrowed_to_container, reaching, returned_elements
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in
+from accumlint.analysis.exprs import dotted, last_part, method_of, names_in
 from accumlint.analysis.libraries import NUMERIC_LIBRARIES
 from accumlint.analysis.lifetimes import is_model
 

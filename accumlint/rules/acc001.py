@@ -13,7 +13,6 @@ from accumlint.analysis.collect import Scope
 from accumlint.analysis.dataflow import Scaling
 from accumlint.analysis.events import Event
 from accumlint.analysis.exprs import dotted, keyword, last_part, method_of, names_in
-from accumlint.analysis.reach import Reached
 from accumlint.analysis.windows import Window
 from accumlint.model import Fix, Origin, Violation
 from accumlint.rules.common import (
@@ -207,7 +206,7 @@ def _loss_as_its_own_gradient(event: Event) -> Optional[ast.BinOp]:
 
 def _weighted_by_its_loss(src: SourceText, event: Event, gradient: ast.BinOp) -> Violation:
     assert event.call is not None and isinstance(event.call.func, ast.Attribute)
-    loss, divisor = src.segment(event.call.func.value), src.segment(gradient.right)
+    divisor = src.segment(gradient.right)
     divided_loss = src.segment(gradient)
     fix = None
     if len(event.call.args) == 1 and not event.call.keywords:

@@ -6,9 +6,9 @@ from typing import Iterator
 
 from accumlint import frameworks
 from accumlint.analysis import ModuleFacts, accumulators
-from accumlint.analysis.events import BACKWARD, SCHED, STEP, UPDATE, ZERO, Event
+from accumlint.analysis.events import SCHED, STEP, UPDATE, ZERO
 from accumlint.analysis.passes import zeroed_each_pass
-from accumlint.analysis.windows import Window, dedented_backwards
+from accumlint.analysis.windows import dedented_backwards
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import micro_step_zeroings, zeroed_before_last_backward
 from accumlint.rules.window_moves import move_into_step_block

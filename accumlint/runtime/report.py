@@ -41,7 +41,7 @@ class RunSummary:
         if self.steps == 0:
             return (f"accumlint run: no optimizer step was observed ({self.backward_passes} "
                     f"backward passes): nothing was checked; {findings} {noun}")
-        stopped = f", stopped by --max-steps" if self.stopped_at is not None else ""
+        stopped = ", stopped by --max-steps" if self.stopped_at is not None else ""
         return f"accumlint run: {findings} {noun} ({seen}{stopped})"
 
     def to_json(self) -> dict[str, Any]:
