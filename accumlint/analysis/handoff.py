@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from accumlint.analysis.calls import Callee, Resolver, bound_arguments
-from accumlint.analysis.collect import CallSite, Scope
+from accumlint.analysis.collect import CallSite, Definition, Scope
 from accumlint.analysis.exprs import dotted
 
 
@@ -45,11 +45,15 @@ def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee,
 
 
 def _stored_as(init: Scope, param: str) -> list[str]:
-    """`self.model = model` in `__init__`: the attributes that hold the parameter."""
+    """`self.model = model` (or `self.model, self.loader = model, loader`) in `__init__`: the
+    attributes that hold the parameter."""
+    def holds(definition: Definition) -> bool:
+        value = definition.bound_value() if definition.kind == "unpack" else definition.value
+        return definition.kind in {"assign", "unpack"} and isinstance(value, ast.Name) and value.id == param
+
     return sorted(
         name for name, definitions in init.defs.items()
-        if name.startswith("self.") and name.count(".") == 1
-        and all(d.kind == "assign" and isinstance(d.value, ast.Name) and d.value.id == param for d in definitions)
+        if name.startswith("self.") and name.count(".") == 1 and all(holds(d) for d in definitions)
     )
 
 

@@ -973,20 +973,21 @@ def _handed_finding(
     if owner is not None:
         head = f"the model `{value}` that `{owner}` prepared at line {line} (DistributedDataParallel on a multi-process launch)"
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
+    named = value if owner is not None else handoff.name  # what the loop calls it (`self.model` in a trainer)
     assert backward.call is not None
     if handoff.callee.module is facts.analysed:
         call_line = getattr(site.stmt.node, "lineno", "?")
         return Violation(
             CODE,
             f"{head} is handed to {function} at line {call_line}, and reduces gradients across ranks on every "
-            f"micro-step of this loop: {_advice(facts, value, wrapping=wrapping)}",
+            f"micro-step of this loop: {_advice(facts, named, wrapping=wrapping)}",
             backward.call,
         )
     where = place_in(handoff.callee.module, backward.call)
     return Violation(
         CODE,
         f"{head} is handed to {function} ({where}), whose loop reduces gradients across ranks on every "
-        f"micro-step: {_advice(facts, value, ' there', wrapping)}",
+        f"micro-step: {_advice(facts, named, ' there', wrapping)}",
         site.call,
     )
 
