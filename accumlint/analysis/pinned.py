@@ -112,16 +112,19 @@ def _integer(expr: ast.expr) -> Optional[int]:
     return int_value(expr)
 
 
+def pinned_by(stmt: Stmt) -> Optional[str]:
+    """The name a plain assertion pins to 1 (`assert self.grad_accumulation_steps == 1, "..."`,
+    `assert k <= 1`), or None."""
+    test = stmt.node.test if isinstance(stmt.node, ast.Assert) else None
+    name = dotted(test.left) if isinstance(test, ast.Compare) else None
+    return name if test is not None and name is not None and _k_compared_to_one(test, name) == "body" else None
+
+
 def asserted_one_before(scope: Scope, names: set[str], order: int) -> bool:
-    """`assert self.grad_accumulation_steps == 1, "..."` in the function itself, outside any loop or
-    `if`, before `order`: whenever the code after it runs, the accumulation count is 1."""
-    for stmt in scope.stmts:
-        if not isinstance(stmt.node, ast.Assert) or stmt.loops or stmt.order >= order:
-            continue
-        if any(isinstance(node, (ast.If, ast.Try)) for node, _ in stmt.path):
-            continue
-        test = stmt.node.test
-        name = dotted(test.left) if isinstance(test, ast.Compare) else None
-        if name is not None and name in names and _k_compared_to_one(test, name) == "body":
-            return True
-    return False
+    """`assert k == 1` in the function itself, outside any loop or `if`, before `order`: whenever
+    the code after it runs, the accumulation count is 1."""
+    return any(
+        stmt.order < order and not stmt.loops and pinned_by(stmt) in names
+        and not any(isinstance(node, (ast.If, ast.Try)) for node, _ in stmt.path)
+        for stmt in scope.stmts
+    )

@@ -784,8 +784,8 @@ def _carried_in_evaluation_loop(facts: ModuleFacts, sf, loop: Loop, models: set[
         call = carried.value
         if carried.kind not in {"assign", "unpack"} or not isinstance(call, ast.Call) or carried.stmt.no_grad:
             continue
-        if not _forward_call(call, models) or not lifetimes.is_model(dotted(call.func), models):
-            continue
+        if not lifetimes.is_model(dotted(call.func), models):
+            continue  # the model's own call, not a criterion or a helper
         if not any(name in names_in(arg) for arg in (*call.args, *(kw.value for kw in call.keywords))):
             continue
         yield Violation(

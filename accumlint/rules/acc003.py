@@ -159,7 +159,7 @@ def _filled_by_walked_layers(value: ast.expr, scope: Scope) -> bool:
                 if dotted(site.call.func) == f"{value.id}.append" and len(site.call.args) == 1]
     if not appended:
         return False
-    targets = {name for d in (x for defs in scope.defs.values() for x in defs) if d.kind == "for" for name in [d.name]}
+    targets = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
     for element in appended:
         if not isinstance(element, ast.Name):
             return False

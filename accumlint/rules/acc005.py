@@ -511,6 +511,9 @@ def _engine_pass_after(reset: Definition, engine: str, facts: ModuleFacts) -> Op
     """The loop over data after the reset, outside it, whose micro-steps each run the engine's
     backward and step (not held by a test of the loop's counter), with no step of it after the loop."""
     scope = reset.stmt.scope
+    # `micro_steps` is the engine's own count: its calls are read by name (the engine is often a
+    # parameter, with no role in sight)
+    calls = [(site, dotted(site.call.func)) for site in scope.calls]
     for loop in scope.loops:
         if loop.contains(reset.stmt) or reset.order > loop.header.order or not isinstance(loop.node, FOR_LOOPS):
             continue
@@ -518,9 +521,6 @@ def _engine_pass_after(reset: Definition, engine: str, facts: ModuleFacts) -> Op
             continue
         if not lifetimes.over_data(loop, facts):
             continue
-        # `micro_steps` is the engine's own count: its calls are read by name (the engine is
-        # often a parameter, with no role in sight)
-        calls = [(site, dotted(site.call.func)) for site in scope.calls]
         steps = [s for s, f in calls if f == f"{engine}.step" and loop.contains(s.stmt) and not _held_by_counter(s.stmt, loop)]
         backwards = [s for s, f in calls if f == f"{engine}.backward" and loop.contains(s.stmt)]
         if not steps or not backwards:
@@ -611,12 +611,15 @@ def _wiped_at_each_epoch(
     else:
         assert window.gate is not None
         gated = f"`{source.segment(window.gate.test)}` (line {line}), and `{dotted(plus_constant(test.counter)[0])}` runs on across epochs,"
-    message = (
-        f"the step is gated on {gated} but `{source.segment(zero.call or zero.stmt.node)}` at the start of each epoch wipes "
+    return _wipe_message(gated, source.segment(zero.call or zero.stmt.node), "", k_text), zero.call or zero.stmt.node, None
+
+
+def _wipe_message(gated: str, zeroing: str, before_batches: str, k_text: str) -> str:
+    return (
+        f"the step is gated on {gated} but `{zeroing}` at the start of each epoch{before_batches} wipes "
         f"the gradients backwarded since that step: up to {k_text} - 1 micro-batches of each epoch are "
         f"computed and never applied, and the next epoch's first window is short by as many"
     )
-    return message, zero.call or zero.stmt.node, None
 
 
 def _optimizers_of(event: Event, kind) -> set[str]:
@@ -696,13 +699,10 @@ def _wiped_by_calling_epoch(
     if not zeros:
         return None
     zero = zeros[-1]
-    k_text = facts.source.segment(window.k)
-    message = (
-        f"the step is gated on the micro-steps since the last one, a count that runs on across epochs, "
-        f"but `{facts.source.segment(zero.call or zero.stmt.node)}` at the start of each epoch (before "
-        f"`{micro.scope.name}()` runs the batches) wipes the gradients backwarded since that step: up to "
-        f"{k_text} - 1 micro-batches of each epoch are computed and never applied, and the next epoch's "
-        f"first window is short by as many"
+    message = _wipe_message(
+        "the micro-steps since the last one, a count that runs on across epochs,",
+        facts.source.segment(zero.call or zero.stmt.node), f" (before `{micro.scope.name}()` runs the batches)",
+        facts.source.segment(window.k),
     )
     return message, zero.call or zero.stmt.node, None
 
@@ -716,12 +716,10 @@ def _dropped_window(
     assert source is not None
     if window.form == "inner" or window.test is None or window.test.end_clause:
         return None
-    if window.test.since_last is not None:
-        # whether the count carries into the next epoch depends on where it is reset; what the
-        # epoch does to the gradients in between can still be read
-        return _wiped_at_each_epoch(window, scope, events, source)
     wiped = _wiped_at_each_epoch(window, scope, events, source)
-    if wiped is not None:
+    if wiped is not None or window.test.since_last is not None:
+        # a count since the last step: whether it carries into the next epoch depends on where it
+        # is reset, so only what the epoch does to the gradients in between is read
         return wiped
     if window.form == "callee" and window.passed_test is None:
         return None  # the test is the called function's own: its counter is not the loop's in sight

@@ -9,13 +9,14 @@ import re
 
 from accumlint.analysis import ModuleFacts, lifetimes
 from accumlint.analysis.facts import ScopeFacts
-from accumlint.analysis.calls import AnalysedModule, bound_arguments, enclosing_class
+from accumlint.analysis.calls import AnalysedModule, analysed, bound_arguments, enclosing_class
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.handoff import Handoff, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
+from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, int_value, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
@@ -604,12 +605,18 @@ def _forwards_in_methods(loop: Loop, scope: Scope, facts: ModuleFacts, models: s
         if callee is None or callee.scope is scope or not any(callee.scope is m for m in scope.class_scopes):
             continue
         for inner in callee.scope.calls:
-            name = dotted(inner.call.func) or ""
-            model = name[: -len(".forward")] if name.endswith(".forward") else name
+            model = _forwarded_model(inner.call)
             if model.startswith("self.") and model in models and not inner.stmt.no_grad and model not in found:
                 if _wrapping_in_sight(model, scope, facts) is not None:
                     found.append(model)
     return found
+
+
+def _forwarded_model(call: ast.Call) -> str:
+    """The model a call runs forward by its name: `self.model` for `self.model(x)` and
+    `self.model.forward(x)` ("" when the callee has no name)."""
+    name = dotted(call.func) or ""
+    return name[: -len(".forward")] if name.endswith(".forward") else name
 
 
 def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: set[str]) -> list[str]:
@@ -620,8 +627,7 @@ def _wrapped_submodules(loop: Loop, scope: Scope, facts: ModuleFacts, models: se
     for site in scope.calls:
         if not loop.contains(site.stmt) or site.stmt.no_grad:
             continue
-        called = dotted(site.call.func) or ""
-        model = called[: -len(".forward")] if called.endswith(".forward") else called
+        model = _forwarded_model(site.call)
         if not any(m.startswith(model + ".") for m in models):
             model = _global_run_by(site.call, scope, facts, models) or ""
         if not model or model in models or _only_graph_free_forwards(model, loop, scope):
@@ -645,8 +651,7 @@ def _wrapped_by_subclass(
         return None
     forwards = []
     for site in scope.calls:
-        called = dotted(site.call.func) or ""
-        model = called[: -len(".forward")] if called.endswith(".forward") else called
+        model = _forwarded_model(site.call)
         if loop.contains(site.stmt) and not site.stmt.no_grad and model.count(".") == 1 and model.startswith("self."):
             forwards.append(model)
     if not forwards:
@@ -656,8 +661,6 @@ def _wrapped_by_subclass(
     candidates = [module_here]
     index, path = module_here.index, module_here.path
     if index is not None and path is not None:
-        from accumlint.analysis.calls import analysed
-
         for other in index.importers(index.resolved(path)):
             found = analysed(index, other)
             if found is not None:
@@ -818,14 +821,10 @@ def _pinned_to_one(facts: ModuleFacts) -> set[str]:
 
 def _reads_pinned(loop: Loop, scope: Scope, facts: ModuleFacts) -> bool:
     """The loop reads an accumulation count the module asserts to be 1 (`loss / args.accumsteps`)."""
-    pinned = {name for name in _pinned_to_one(facts) if "accum" in last_part(name).lower()}
+    pinned = set(_pinned_to_one(facts))
     if scope.class_node is not None:
-        pinned |= {
-            dotted(stmt.node.test.left) or "" for stmt in scope.stmts
-            if isinstance(stmt.node, ast.Assert) and not stmt.loops and isinstance(stmt.node.test, ast.Compare)
-            and len(stmt.node.test.ops) == 1 and isinstance(stmt.node.test.ops[0], (ast.Eq, ast.LtE))
-            and int_value(stmt.node.test.comparators[0]) == 1 and "accum" in last_part(dotted(stmt.node.test.left)).lower()
-        }
+        pinned |= {name for stmt in scope.stmts if not stmt.loops and (name := pinned_by(stmt)) is not None}
+    pinned = {name for name in pinned if "accum" in last_part(name).lower()}
     return bool(pinned) and any(o.name in pinned and loop.contains(o.stmt) for o in scope.occurrences)
 
 
