@@ -134,13 +134,23 @@ def _may_carry(name: str, scope: Scope, facts: ModuleFacts) -> bool:
     return not bindings or any(d.kind == "param" or facts.flow._definition_carries(d, 0) for d in bindings)
 
 
+def _loss_names(tensor: Optional[ast.expr]) -> set[str]:
+    """The names a backward's tensor scales: `loss`, `loss / k`, `loss * weight`."""
+    if isinstance(tensor, ast.BinOp) and isinstance(tensor.op, ast.Div):
+        return _loss_names(tensor.left)
+    if isinstance(tensor, ast.BinOp) and isinstance(tensor.op, ast.Mult):
+        return _loss_names(tensor.left) | _loss_names(tensor.right)
+    name = dotted(tensor) if tensor is not None else None
+    return {name} if name is not None else set()
+
+
 def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
     """An inner loop that runs this backward once per head or task (no step inside it), or a
-    loop over precomputed losses (`for loss in losses: loss.backward(retain_graph=True)`)."""
+    loop over precomputed losses (`for loss in losses: (loss / k).backward(retain_graph=True)`)."""
     if not event.stmt.loops:
         return None
     inner = event.stmt.loops[-1]
-    if len(event.stmt.loops) < 2 and dotted(event.tensor) not in inner.targets:
+    if len(event.stmt.loops) < 2 and not _loss_names(event.tensor) & set(inner.targets):
         return None
     if any(e.kind == STEP and inner.contains(e.stmt) for e in events):
         return None  # a micro-step loop: each iteration builds its own graph
@@ -153,7 +163,7 @@ def _shares_graph(event: Event, inner: Loop, sf, facts: ModuleFacts) -> bool:
         for definition in sf.scope.definitions(name):
             if definition.kind == "for" and definition.stmt.node is inner.node and not _counts(inner):
                 iterable = inner.iter_expr
-                if name == dotted(event.tensor) or (iterable is not None and facts.flow.carries_graph(iterable, inner.header)):
+                if name in _loss_names(event.tensor) or (iterable is not None and facts.flow.carries_graph(iterable, inner.header)):
                     return True  # `for loss in losses:` over values computed before the loop (not batches)
                 continue
             if not inner.contains(definition.stmt) and definition.stmt.loops and definition.order < inner.header.order:
@@ -381,7 +391,7 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     f"{getattr(following.stmt.node, 'lineno', 0)}): one backward of the summed losses gives the same gradients"
                 )
             elif repeating is not None and _shares_graph(event, repeating, sf, facts) and (
-                repeating is not outer or dotted(event.tensor) in repeating.targets
+                repeating is not outer or _loss_names(event.tensor) & set(repeating.targets)
             ):
                 # (`for loss in losses:` over losses of one graph built before the loop, PCGrad)
                 # One backward per head of a shared graph: only summed unless the gradients are read per pass.
