@@ -2,8 +2,9 @@
 `self.model = model` in a trainer's `__init__`; a project helper that returns the wrapped model
 as an element of a tuple (`model, optimizer = setup_for_distributed_mode(...)`, in another module).
 Clean twins: the attribute stored before the wrapping, a helper that returns the bare model, and
-a module that asserts the accumulation count is 1 (`if args.distributed: assert args.accum == 1`),
-so a DDP run never accumulates."""
+a module or method that asserts the accumulation count is 1 (`if args.distributed: assert args.accum
+== 1`, `assert 1 == self.args.accum`), so a DDP run never accumulates; `assert 1 <= k` does not.
+Forms: a script and a trainer class."""
 
 from __future__ import annotations
 
@@ -72,6 +73,27 @@ def test_an_accumulation_count_asserted_to_be_one_never_accumulates():
     assert acc009(SCRIPT.format(assertion="pass"))  # the twin: reported
     pinned = "if args.distributed:\n        assert args.accumsteps == 1"
     assert acc009(SCRIPT.format(assertion=pinned)) == []
+
+
+@pytest.mark.parametrize("assertion,reported", [
+    ("assert 1 == args.accumsteps", False),
+    ("assert args.accumsteps < 2", False),
+    ("assert 1 >= args.accumsteps", False),
+    ("assert 1 <= args.accumsteps", True),  # rules out 0 only
+    ("assert args.accumsteps >= 1", True),
+    ("assert 0 < args.accumsteps", True),
+])
+def test_only_an_assertion_that_makes_the_count_one_silences(assertion: str, reported: bool):
+    assert len(acc009(SCRIPT.format(assertion=assertion))) == int(reported)
+
+
+@pytest.mark.parametrize("assertion,reported", [("assert 1 == self.args.accum", False), ("assert 1 <= self.args.accum", True)])
+def test_a_method_assertion_either_way_round(assertion: str, reported: bool):
+    source = TRAINER.format(init=WRAP_THEN_STORE).replace(
+        "def train_epoch(self, loader):\n", f"def train_epoch(self, loader):\n        {assertion}\n"
+    )
+    assert assertion in source
+    assert len(acc009(source)) == int(reported)
 
 
 def test_another_number_asserted_to_be_one_does_not_silence():

@@ -112,12 +112,24 @@ def _integer(expr: ast.expr) -> Optional[int]:
     return int_value(expr)
 
 
+# `1 <op> k` read as `k <flipped op> 1`
+_FLIPPED: dict[type, type] = {ast.Eq: ast.Eq, ast.NotEq: ast.NotEq, ast.Lt: ast.Gt, ast.Gt: ast.Lt, ast.LtE: ast.GtE, ast.GtE: ast.LtE}
+
+
 def pinned_by(stmt: Stmt) -> Optional[str]:
     """The name a plain assertion pins to 1 (`assert self.grad_accumulation_steps == 1, "..."`,
-    `assert k <= 1`), or None."""
+    `assert k <= 1`, `assert 1 == k`), or None. `assert 1 <= k` only rules out 0."""
     test = stmt.node.test if isinstance(stmt.node, ast.Assert) else None
-    name = dotted(test.left) if isinstance(test, ast.Compare) else None
-    return name if test is not None and name is not None and _k_compared_to_one(test, name) == "body" else None
+    if not isinstance(test, ast.Compare) or len(test.ops) != 1:
+        return None
+    name = dotted(test.left)
+    if name is not None:
+        return name if _k_compared_to_one(test, name) == "body" else None
+    name, flipped = dotted(test.comparators[0]), _FLIPPED.get(type(test.ops[0]))
+    if name is None or flipped is None:
+        return None
+    mirrored = ast.Compare(left=test.comparators[0], ops=[flipped()], comparators=[test.left])
+    return name if _k_compared_to_one(mirrored, name) == "body" else None
 
 
 def asserted_one_before(scope: Scope, names: set[str], order: int) -> bool:

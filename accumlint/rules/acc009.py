@@ -803,18 +803,12 @@ def _pinned_to_one(facts: ModuleFacts) -> set[str]:
     accumulates where the assertion holds. An assertion inside a loop guards one branch of it
     (a zeroth-order step that cannot accumulate), not the whole run."""
     def find() -> set[str]:
-        pinned: set[str] = set()
         # a method's assertion speaks for that method alone (`run_vla_training` asserting k == 1
         # beside `run_training`, which accumulates): read in `_reads_pinned`
-        for stmt in (s for scope in facts.collected.scopes if scope.class_node is None for s in scope.stmts):
-            test = stmt.node.test if isinstance(stmt.node, ast.Assert) and not stmt.loops else None
-            if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], (ast.Eq, ast.LtE)):
-                continue
-            left, right = test.left, test.comparators[0]
-            for named, constant in ((left, right), (right, left)):
-                if int_value(constant) == 1 and dotted(named) is not None:
-                    pinned.add(dotted(named) or "")
-        return pinned
+        return {
+            name for scope in facts.collected.scopes if scope.class_node is None for stmt in scope.stmts
+            if not stmt.loops and (name := pinned_by(stmt)) is not None
+        }
 
     return facts.cached("acc009_pinned_to_one", find)
 
