@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 
 def src(text: str) -> str:
@@ -18,9 +18,7 @@ class RuleCases:
         self.select = {code}
 
     def found(self, source: str, filename: str = "case.py") -> list:
-        result = check_source(source, filename, select=self.select)
-        assert result.error is None, result.error
-        return result.findings
+        return findings_of(source, path=filename, select=self.select)
 
     def marked(self, source: str) -> set[int]:
         return {row for row, line in enumerate(source.splitlines(), 1) if f"# <{self.code}" in line}

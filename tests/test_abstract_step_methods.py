@@ -9,7 +9,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 BASE = """
 import abc
@@ -41,9 +41,7 @@ CONCRETE = "    def forward_propagation(self, batch, model):\n        return mod
 
 def _acc001(bases: str, method: str) -> list[int]:
     text = textwrap.dedent(BASE).lstrip("\n").replace("{bases}", bases).replace("{method}", method)
-    result = check_source(text, "case.py")
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings if f.code == "ACC001"]
+    return [f.location.row for f in findings_of(text, "ACC001", path="case.py")]
 
 
 @pytest.mark.parametrize("bases, method", [("", RAISES), ("(abc.ABC)", ABSTRACT), ("(object)", RAISES)])

@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 CHECK = """
 import torch
@@ -33,9 +33,7 @@ def _acc001(root: Path, relative: str, name: str, check: str) -> int:
     path = root / relative
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(textwrap.dedent(CHECK).replace("NAME", name).replace("CHECK", check))
-    result = check_source(path.read_bytes(), str(path), select=("ACC001",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(path.read_bytes(), path=str(path), select=("ACC001",)))
 
 
 def test_helper_of_a_test_module(tmp_path: Path):

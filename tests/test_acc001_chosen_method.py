@@ -7,9 +7,7 @@ function over two module functions."""
 
 from __future__ import annotations
 
-import textwrap
-
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 MODEL = """
 import torch
@@ -65,9 +63,7 @@ def train(model, optimizer, loader, accum_steps, use_other):
 
 
 def _acc001(source: str) -> int:
-    result = check_source(textwrap.dedent(source), "train.py")
-    assert result.error is None, result.error
-    return sum(1 for v in result.findings if v.code == "ACC001")
+    return len(findings_of(source, "ACC001", path="train.py", dedent=True))
 
 
 def test_method_chosen_by_a_setting_with_summed_losses_is_clean() -> None:

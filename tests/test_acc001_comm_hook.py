@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -65,9 +65,7 @@ class Trainer:
 
 
 def _acc001(source: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC001"]
+    return findings_of(source.encode(), "ACC001", path="train.py")
 
 
 @pytest.mark.parametrize("register,reported", [

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, optimizer, loader, args):
@@ -48,9 +48,7 @@ SILENT = ["w * fluency + w * label", "(w * fluency + (1 - w) * label) / args.gra
 
 
 def _acc001(source: str) -> list[int]:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC001"]
+    return [v.location.row for v in findings_of(source.encode(), "ACC001", path="train.py")]
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])
@@ -74,6 +72,4 @@ def test_mix_returned_by_a_helper_in_another_module(tmp_path: Path, mix: str, fo
     source = textwrap.dedent(SCRIPT).replace("LOSS", "mixed(fluency, label, w)")
     train = tmp_path / "train.py"
     train.write_text("from losses import mixed\n" + source)
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    assert len([v for v in result.findings if v.code == "ACC001"]) == found
+    assert len(findings_of(train.read_bytes(), "ACC001", path=str(train))) == found

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, optimizer, loader, cfg, scale, n_classes):
@@ -63,9 +63,7 @@ def train(model, optimizer, loader, cfg):
 
 
 def _acc001(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC001"]
+    return findings_of(source.encode(), "ACC001", path=path)
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])

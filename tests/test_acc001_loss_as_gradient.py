@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -49,9 +50,7 @@ class Trainer:
 
 
 def _acc001(source: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC001"]
+    return findings_of(source.encode(), "ACC001", path="train.py")
 
 
 def _script(backward: str) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(net, optimizer, criterion, loader, args):
@@ -51,9 +51,7 @@ SLICED = "images = images[n::2]"
 
 
 def _acc001(source: str, path: str = "train.py") -> list[int]:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC001"]
+    return [v.location.row for v in findings_of(source.encode(), "ACC001", path=path)]
 
 
 def _script(count: str, batch: str) -> str:
@@ -89,6 +87,4 @@ def test_loss_in_another_module(tmp_path: Path, batch: str, found: int) -> None:
         "def train(net, optimizer, criterion, loader, args)", "def train(net, optimizer, loader, args)"
     )
     train.write_text(source)
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    assert len([v for v in result.findings if v.code == "ACC001"]) == found
+    assert len(findings_of(train.read_bytes(), "ACC001", path=str(train))) == found

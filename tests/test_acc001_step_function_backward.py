@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -93,9 +94,7 @@ def train(model, loader, optimizer, k):
 
 
 def _acc001(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC001"]
+    return findings_of(source.encode(), "ACC001", path=path)
 
 
 def _fill(template: str, loss: str = "loss", backward: str = "loss.backward()") -> str:

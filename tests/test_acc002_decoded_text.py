@@ -8,8 +8,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 import re
@@ -41,9 +41,7 @@ class GenerationCallback:
 
 def _acc002(source: str, kept: str) -> int:
     text = textwrap.dedent(source).replace("{kept}", kept)
-    result = check_source(text.encode(), "evaluate.py", select=("ACC002",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="evaluate.py", select=("ACC002",)))
 
 
 def test_script_keeping_decoded_text_is_silent():
@@ -63,6 +61,4 @@ def test_helper_module_that_decodes(tmp_path: Path):
     path = tmp_path / "evaluate.py"
     for kept, expected in (("answer = clean(tokenizer, out[0])", 0), ("answer = out", 1)):
         path.write_text("from text import clean\n" + textwrap.dedent(SCRIPT).replace("{kept}", kept))
-        result = engine.check_source(path.read_bytes(), str(path), select=("ACC002",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected, kept
+        assert len(findings_of(path.read_bytes(), path=str(path), select=("ACC002",))) == expected, kept

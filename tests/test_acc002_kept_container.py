@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
+from tests.snippets import findings_of
 
 MODULE = """
 import torch
@@ -48,9 +48,7 @@ def _check(tmp_path: Path, files: dict[str, str], target: str):
     for name, text in files.items():
         (tmp_path / name).write_text(textwrap.dedent(text))
     path = tmp_path / target
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC002",))
-    assert result.error is None, result.error
-    return result.findings
+    return findings_of(path.read_bytes(), path=str(path), select=("ACC002",))
 
 
 def test_a_returned_dict_kept_on_the_object_is_reported_without_a_fix(tmp_path: Path):

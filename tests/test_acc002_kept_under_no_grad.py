@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -84,9 +85,7 @@ UPDATE = """
 
 
 def _acc002(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path=path)
 
 
 def _fill(template: str, store: str, indent: int) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 METER = """
 class AverageMeter:
@@ -74,9 +74,7 @@ def _source(template: str, appended: str = "loss", mean: str = INLINE) -> str:
 
 
 def _acc002(source: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path="train.py")
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])
@@ -106,6 +104,4 @@ def test_meter_and_helper_in_another_module(tmp_path: Path, appended: str, found
     train = tmp_path / "train.py"
     body = textwrap.dedent(SCRIPT).replace("APPENDED", appended).replace("MEAN", HELPER)
     train.write_text("from meters import AverageMeter, list_mean\n" + body)
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    assert len([v for v in result.findings if v.code == "ACC002"]) == found
+    assert len(findings_of(train.read_bytes(), "ACC002", path=str(train))) == found

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 METERS = """
 class AverageMeter:
@@ -71,9 +71,7 @@ def _source(template: str, choice: str = "AverageMeter", value: str = "loss") ->
 
 
 def _acc002(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path=path)
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 NET = """
 import torch
@@ -104,9 +104,7 @@ CLEAN = [
 
 
 def _acc002(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path=path)
 
 
 def _fill(template: str, body: str) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, loader, optimizer, criterion):
@@ -70,9 +70,7 @@ def finetune(model, loader, optimizer, criterion, iterations):
 
 
 def _acc002(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path=path)
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAIN_EPOCH = """
 import torch
@@ -74,9 +74,7 @@ DIFFERENTIATED = [
 
 
 def _acc002(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC002"]
+    return findings_of(source.encode(), "ACC002", path=path)
 
 
 def _script(caller: str) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -59,9 +59,7 @@ class Sampler:
 
 def _acc002(source: str, loader: str) -> int:
     text = textwrap.dedent(source).replace("LOADER", loader)
-    result = check_source(text.encode(), "sample.py", select=("ACC002",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="sample.py", select=("ACC002",)))
 
 
 def test_script_keeping_encoded_prompts_is_silent():

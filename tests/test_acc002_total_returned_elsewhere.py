@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 ENGINE = """
 def train_one_epoch(model, loader, optimizer, criterion):
@@ -69,9 +69,7 @@ BACKWARDED = "train_loss = CALL\n        train_loss.backward()"
 
 
 def _acc002(path: Path) -> list:
-    result = check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC002"]
+    return findings_of(path.read_bytes(), "ACC002", path=str(path))
 
 
 def _project(tmp_path: Path, files: dict[str, str]) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 MODULE = """
 import lightning as L
@@ -36,9 +36,7 @@ CARRY = "out, self.hidden = self.model(batch, self.hidden)\n        loss = out.m
 
 
 def _acc003(text: str, filename: str = "module.py") -> int:
-    result = check_source(text.encode(), filename, select=("ACC003",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path=filename, select=("ACC003",)))
 
 
 def test_rebinding_the_hooks_batch_carries_nothing():
@@ -57,6 +55,4 @@ def test_transform_from_another_module(tmp_path: Path):
     path = tmp_path / "module.py"
     body = "batch = mix(self.model, batch)\n        loss = self.model(batch).mean()"
     path.write_text("from transforms import mix\n" + textwrap.dedent(MODULE).replace("{body}", body))
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC003",))
-    assert result.error is None, result.error
-    assert result.findings == []
+    assert findings_of(path.read_bytes(), path=str(path), select=("ACC003",)) == []

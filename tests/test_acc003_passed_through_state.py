@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 NET = """
 import torch
@@ -96,9 +96,7 @@ COMPUTED = "weight * out.mean(0)"  # built from this iteration's forward
 
 
 def _acc003(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC003"]
+    return findings_of(source.encode(), "ACC003", path=path)
 
 
 @pytest.mark.parametrize("template", [SCRIPT, TRAINER])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -70,9 +70,7 @@ UNSCALE_SCRIPT = "scaler.unscale_(optimizer)"
 
 
 def _acc004(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC004"]
+    return findings_of(source.encode(), "ACC004", path=path)
 
 
 def _fill(template: str, before: str) -> str:

@@ -6,9 +6,7 @@ Forms: a trainer method calling another method, a script calling a module functi
 
 from __future__ import annotations
 
-import textwrap
-
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -56,9 +54,7 @@ def train(model, optim, loader):
 
 
 def _acc004(source: str) -> list[int]:
-    result = check_source(textwrap.dedent(source), "train.py")
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC004"]
+    return [v.location.row for v in findings_of(source, "ACC004", path="train.py", dedent=True)]
 
 
 def _trainer(step: str, backward: str, unscale: str) -> str:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 CLIP_EACH_MICRO_STEP = """
             if self.args.clip > 0:
@@ -84,9 +84,7 @@ def _trainer(before: str, inside: str) -> str:
 
 
 def _findings(source: str, code: str, path: str = "train.py") -> list:
-    result = check_source(source, path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == code]
+    return findings_of(source, code, path=path)
 
 
 def _codes(source: str, code: str) -> list[int]:

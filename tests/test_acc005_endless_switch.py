@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
-from tests.snippets import findings, row
+from tests.snippets import findings, findings_of, row
 
 DATASET = """
 import torch
@@ -112,6 +111,4 @@ def test_the_dataset_in_another_module(tmp_path: Path, switch, reported):
     (tmp_path / "data.py").write_text(DATASET.replace("SWITCH", switch))
     path = tmp_path / "train.py"
     path.write_text("from data import create_dataloaders\n" + SCRIPT)
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC005",))
-    assert result.error is None, result.error
-    assert bool(result.findings) == reported
+    assert bool(findings_of(path.read_bytes(), path=str(path), select=("ACC005",))) == reported

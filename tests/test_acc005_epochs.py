@@ -9,12 +9,11 @@ from pathlib import Path
 
 from accumlint import engine
 from accumlint.engine import check_source, fix_source
+from tests.snippets import findings_of
 
 
 def acc005(source: str):
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC005"]
+    return findings_of(source, "ACC005", path="case.py", dedent=True)
 
 
 def fixed(source: str) -> str:

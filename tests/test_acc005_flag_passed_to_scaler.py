@@ -9,7 +9,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCALER = """
 import torch
@@ -55,9 +55,7 @@ def _acc005(tmp_path: Path, flag: str) -> list[int]:
     (utils / "native_scaler.py").write_text(textwrap.dedent(SCALER))
     train = tmp_path / "train.py"
     train.write_text(textwrap.dedent(TRAIN).replace("FLAG", flag))
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC005"]
+    return [v.location.row for v in findings_of(train.read_bytes(), "ACC005", path=str(train))]
 
 
 def test_flag_passed_to_a_project_scaler_is_the_gate(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, loader, optimizer, k, epochs):
@@ -90,9 +90,7 @@ def train(model, loader, optimizer, k, epochs):
 
 
 def _acc005(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC005"]
+    return findings_of(source.encode(), "ACC005", path=path)
 
 
 def _script(reset: str = "n_iter = 0", raise_: str = "n_iter += 1", gate: str = "n_iter % k == 0", after: str = "pass") -> str:

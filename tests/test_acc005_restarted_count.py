@@ -6,9 +6,7 @@ clause. Forms: an epoch function called per epoch, a trainer method with its own
 
 from __future__ import annotations
 
-import textwrap
-
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 EPOCH_FUNCTION = """
 def train_one_epoch(model, optimizer, train_loader, cfg):
@@ -40,9 +38,7 @@ class Trainer:
 
 
 def _acc005(source: str) -> list:
-    result = check_source(textwrap.dedent(source), "train.py")
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC005"]
+    return findings_of(source, "ACC005", path="train.py", dedent=True)
 
 
 def test_count_restarted_per_epoch_function_is_reported() -> None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 import torch
@@ -76,9 +76,7 @@ def _acc005(tmp_path: Path, source: str, size: str) -> list[int]:
     (tmp_path / "data.py").write_text(textwrap.dedent(DATA))
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(source).replace("{size}", size))
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC005",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(path.read_bytes(), path=str(path), select=("ACC005",))]
 
 
 def _row(source: str, text: str) -> int:
@@ -105,6 +103,4 @@ def test_trainer_class_building_its_loader_in_init(tmp_path: Path):
 def test_in_one_module_too():
     source = textwrap.dedent(SCRIPT).replace("from data import StreamDataset\n", textwrap.dedent(DATA))
     for size, expected in (("args.batch_size * args.num_training_steps", 0), ("len(examples)", 1)):
-        result = check_source(source.replace("{size}", size).encode(), "train.py", select=("ACC005",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected
+        assert len(findings_of(source.replace("{size}", size).encode(), path="train.py", select=("ACC005",))) == expected

@@ -4,9 +4,7 @@ The message says which; the plain `i % k == 0` keeps the one-batch wording."""
 
 from __future__ import annotations
 
-import textwrap
-
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 LOOP = """
 def train(model, optimizer, loader, k):
@@ -20,9 +18,7 @@ def train(model, optimizer, loader, k):
 
 
 def _acc005(test: str) -> list[str]:
-    result = check_source(textwrap.dedent(LOOP.replace("TEST", test)), "train.py")
-    assert result.error is None, result.error
-    return [v.message for v in result.findings if v.code == "ACC005"]
+    return [v.message for v in findings_of(LOOP.replace("TEST", test), "ACC005", path="train.py", dedent=True)]
 
 
 def test_guard_against_batch_zero_makes_a_longer_first_window() -> None:

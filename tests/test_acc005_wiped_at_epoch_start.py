@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -61,9 +61,7 @@ class Trainer:
 
 
 def _acc005(source: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC005"]
+    return findings_of(source.encode(), "ACC005", path="train.py")
 
 
 def _script(epoch_start: str = "optimizer.zero_grad()", after: str = "pass") -> str:

@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 PYTEST = """
 import torch
@@ -48,9 +48,7 @@ def _acc006(source: str, **parts: str) -> list[int]:
     text = textwrap.dedent(source)
     for key, value in parts.items():
         text = text.replace("{" + key + "}", value)
-    result = check_source(text.encode(), "test_ops.py", select=("ACC006",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path="test_ops.py", select=("ACC006",))]
 
 
 def _row(source: str, text: str) -> int:
@@ -86,8 +84,7 @@ def test_test_module_importing_the_code_it_checks(tmp_path: Path):
     rows = {}
     for check in ("assert x.grad is not None", "pass"):
         test.write_text("from ops import double_exp\n" + source.replace("{check}", check))
-        result = engine.check_source(test.read_bytes(), str(test), select=("ACC006",))
-        assert result.error is None, result.error
-        rows[check] = [f.location.row - 1 for f in result.findings]  # minus the import line
+        found = findings_of(test.read_bytes(), path=str(test), select=("ACC006",))
+        rows[check] = [f.location.row - 1 for f in found]  # minus the import line
     assert rows["assert x.grad is not None"] == []
     assert _row(PYTEST, "out.mean().backward(retain_graph=True)") in rows["pass"]

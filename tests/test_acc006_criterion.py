@@ -8,13 +8,12 @@ import textwrap
 from pathlib import Path
 
 from accumlint import engine
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 
 def acc006(source: str):
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC006"]
+    return findings_of(source, "ACC006", path="case.py", dedent=True)
 
 
 def rows(source: str) -> list[int]:

@@ -10,8 +10,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
 from snippets import findings, row
+
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -109,9 +110,8 @@ def test_features_from_a_helper_of_another_module(tmp_path: Path):
         SCRIPT, "with torch.no_grad():\n    feats = extract(encoder, data)", "pass")
     for script, expected in ((shared, []), (under_no_grad, [row(under_no_grad, "retain_graph=True")])):
         path.write_text(script)
-        result = engine.check_source(path.read_bytes(), str(path), select=("ACC006",))
-        assert result.error is None, result.error
-        assert [f.location.row for f in result.findings] == expected, script
+        found = findings_of(path.read_bytes(), path=str(path), select=("ACC006",))
+        assert [f.location.row for f in found] == expected, script
 
 
 def test_objects_built_before_the_loop_are_not_shared_graphs():

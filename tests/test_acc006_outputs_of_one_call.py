@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 METHOD = """
 import torch
@@ -50,9 +50,7 @@ SEPARATE = "_, next_memories = model(segment.flip(0), memories)"
 
 
 def _acc006(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC006"]
+    return findings_of(source.encode(), "ACC006", path=path)
 
 
 @pytest.mark.parametrize("template", [METHOD, SCRIPT])

@@ -10,8 +10,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, criteria, optimizer, loader, k):
@@ -61,9 +61,7 @@ def train(model, optimizer, loader, k):
 
 
 def _acc006(text: str, path: str = "train.py"):
-    result = check_source(textwrap.dedent(text).lstrip(), path, select=("ACC006",))
-    assert result.error is None, result.error
-    return result.findings
+    return findings_of(textwrap.dedent(text).lstrip(), path=path, select=("ACC006",))
 
 
 def test_script_loop_over_divided_losses_says_sum_and_offers_no_removal():
@@ -112,7 +110,6 @@ def test_losses_from_a_model_in_another_module(tmp_path: Path):
     path = tmp_path / "train.py"
     for between, expected in (("", 1), (GRAD_READ, 0)):
         path.write_text(textwrap.dedent(trainer.replace("BETWEEN", between)).lstrip())
-        result = engine.check_source(path.read_bytes(), str(path), select=("ACC006",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected, between
-        assert all("summed losses" in f.message for f in result.findings)
+        found = findings_of(path.read_bytes(), path=str(path), select=("ACC006",))
+        assert len(found) == expected, between
+        assert all("summed losses" in f.message for f in found)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 FEATURES = """
 import torch
@@ -59,9 +59,7 @@ def _acc006(source: str, **parts: str) -> int:
     text = textwrap.dedent(source)
     for key, value in parts.items():
         text = text.replace(key, value)
-    result = check_source(text.encode(), "edit.py", select=("ACC006",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="edit.py", select=("ACC006",)))
 
 
 def test_features_built_before_the_inner_loop():
@@ -80,6 +78,4 @@ def test_residual_from_another_module(tmp_path: Path):
     path = tmp_path / "edit.py"
     for write, expected in (("", 0), (".detach()", 1)):
         path.write_text("from residuals import compute_resid\n" + textwrap.dedent(EDITOR).replace("WRITE", write))
-        result = engine.check_source(path.read_bytes(), str(path), select=("ACC006",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected, write
+        assert len(findings_of(path.read_bytes(), path=str(path), select=("ACC006",))) == expected, write

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 WRAPPER = """
 import torch
@@ -81,9 +81,7 @@ class Trainer:
 
 
 def _acc006(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC006"]
+    return findings_of(source.encode(), "ACC006", path=path)
 
 
 def _wrapper(result: str) -> str:

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 def train(model, loader, optimizer, k):
@@ -50,9 +50,7 @@ class Trainer:
 
 def _acc007(source: str, zero_test: str, filename: str = "train.py") -> list[int]:
     text = textwrap.dedent(source).replace("{zero_test}", zero_test)
-    result = check_source(text.encode(), filename, select=("ACC007",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path=filename, select=("ACC007",))]
 
 
 def _row(source: str, text: str) -> int:
@@ -88,6 +86,5 @@ def test_step_function_in_a_helper_module(tmp_path: Path):
     helper = tmp_path / "steps.py"
     helper.write_text(textwrap.dedent(SCRIPT).replace("{zero_test}", "(i + 1) % k == 0"))
     (tmp_path / "main.py").write_text("from steps import train\n\n\ndef main(model, loader, optimizer):\n    train(model, loader, optimizer, 4)\n")
-    result = engine.check_source(helper.read_bytes(), str(helper), select=("ACC007",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(SCRIPT, "optimizer.zero_grad()")]
+    found = findings_of(helper.read_bytes(), path=str(helper), select=("ACC007",))
+    assert [f.location.row for f in found] == [_row(SCRIPT, "optimizer.zero_grad()")]

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
 from snippets import findings, row
+
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train_window(model, optimizer, batches, trunc):
@@ -102,6 +103,5 @@ def test_zeroing_through_a_project_optimizer_class_of_another_module(tmp_path: P
         "        self.optim = optim\n", "        self.optim = Optimizer(optim)\n")
     path = tmp_path / "trainer.py"
     path.write_text(trainer)
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC007",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [row(trainer, "self.optim.zero_grad()", last=True)]
+    found = findings_of(path.read_bytes(), path=str(path), select=("ACC007",))
+    assert [f.location.row for f in found] == [row(trainer, "self.optim.zero_grad()", last=True)]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def evaluate_dev(model, dev_loader):
@@ -64,9 +64,7 @@ def _acc007(source: str, call: str, every_step: bool) -> int:
     text = textwrap.dedent(source)
     text = text.replace("EVAL_ON_RESTART", "pass" if every_step else call)
     text = text.replace("EVAL_EVERY_STEP", call if every_step else "pass")
-    result = check_source(text.encode(), "train.py", select=("ACC007",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="train.py", select=("ACC007",)))
 
 
 def test_script_zeroing_when_the_data_restarts():

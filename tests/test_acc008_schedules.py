@@ -7,20 +7,16 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
 from accumlint.engine import check_source, fix_source
+from tests.snippets import findings_of
 
 
 def codes(source: str) -> set[tuple[str, int]]:
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings if f.code == "ACC008"}
+    return {(f.code, f.location.row) for f in findings_of(source, "ACC008", path="case.py", dedent=True)}
 
 
 def finding(source: str):
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    found = [f for f in result.findings if f.code == "ACC008"]
+    found = findings_of(source, "ACC008", path="case.py", dedent=True)
     assert len(found) == 1, found
     return found[0]
 
@@ -278,9 +274,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def _found(path: Path) -> set[tuple[str, int]]:
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings if f.code == "ACC008"}
+    return {(f.code, f.location.row) for f in findings_of(path.read_bytes(), "ACC008", path=str(path))}
 
 
 def test_multi_module_k_imported_from_config(tmp_path):

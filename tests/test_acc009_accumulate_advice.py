@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 from accelerate import Accelerator, DistributedDataParallelKwargs
@@ -45,9 +45,7 @@ class Trainer:
 
 
 def _acc009_messages(source: str) -> list[str]:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f.message for f in result.findings if f.code == "ACC009"]
+    return [f.message for f in findings_of(source.encode(), "ACC009", path="train.py")]
 
 
 @pytest.mark.parametrize("form", [SCRIPT, TRAINER])

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -84,9 +84,7 @@ DDP = "DistributedDataParallelKwargs(find_unused_parameters=True)"
 
 
 def _acc009(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC009"]
+    return findings_of(source.encode(), "ACC009", path=path)
 
 
 def _script(

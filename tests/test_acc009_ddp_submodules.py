@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
-from tests.snippets import codes
+from tests.snippets import codes, findings_of
 
 SCRIPT = """
 import torch
@@ -92,9 +91,7 @@ def _script(wrap: str = WRAPPING, forward: str = "loss = dlrm(x, y) / k") -> str
 
 
 def _acc009(source: str, path: str = "t.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(source.encode(), "ACC009", path=path)
 
 
 def test_script_submodules_wrapped_in_ddp_are_reported_at_the_backward() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import contextlib
@@ -80,9 +80,7 @@ def _trainer(body: str) -> str:
 
 
 def _acc009(source: str, path: str = "train.py") -> list[int]:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC009"]
+    return [v.location.row for v in findings_of(source.encode(), "ACC009", path=path)]
 
 
 def test_forward_and_backward_in_a_method_of_the_trainer() -> None:
@@ -109,6 +107,4 @@ def test_ddp_built_in_another_module(tmp_path: Path, body: str, found: int) -> N
     source = _trainer(body).replace("self.model = DDP(model)", "self.model = wrap(model)")
     train = tmp_path / "trainer.py"
     train.write_text("from dist import wrap\n" + source)
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    assert len([v for v in result.findings if v.code == "ACC009"]) == found
+    assert len(findings_of(train.read_bytes(), "ACC009", path=str(train))) == found

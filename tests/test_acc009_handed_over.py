@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import findings_of
 
 LOOP = """
 def train_one_epoch(model, loader, optimizer, accum_steps, ema=None):
@@ -78,9 +78,7 @@ CALL = "train_one_epoch(model, loader, optimizer, args.accum_steps)"
 
 
 def _findings(source: str, path: str = "train.py") -> list[tuple[str, int, str]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row, f.message) for f in result.findings)
+    return sorted((f.code, f.location.row, f.message) for f in findings_of(textwrap.dedent(source).lstrip(), path=path))
 
 
 def _acc009(source: str, path: str = "train.py") -> list[tuple[int, str]]:

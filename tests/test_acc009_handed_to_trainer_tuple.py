@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 MAIN = """
 import torch
@@ -56,9 +57,7 @@ def _acc009(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trainer: str) -> li
     (tmp_path / "trainer.py").write_text(trainer)
     (tmp_path / "train.py").write_text(MAIN)
     monkeypatch.chdir(tmp_path)
-    result = check_source(MAIN.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(MAIN.encode(), "ACC009", path="train.py")
 
 
 def test_trainer_in_another_module_stores_the_model_by_tuple(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

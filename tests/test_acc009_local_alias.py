@@ -7,11 +7,9 @@ last micro-step, stays silent. Script and trainer-class forms."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -64,9 +62,7 @@ REWRAP = "if torch.cuda.device_count() > 1:\n{i}    encoder = torch.nn.DataParal
 
 
 def acc009(source: str) -> list:
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(source, "ACC009", path="case.py", dedent=True)
 
 
 def _indent(form: str) -> str:

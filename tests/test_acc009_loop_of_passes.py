@@ -9,8 +9,9 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
 from snippets import findings, row
+
+from tests.snippets import findings_of
 
 SCRIPT = """
 import contextlib
@@ -96,6 +97,5 @@ def test_the_step_in_a_helper_of_another_module(tmp_path: Path):
     """).lstrip())
     train = tmp_path / "train.py"
     train.write_text("from amp_utils import optimizer_step\n" + _script(step="optimizer_step(model, optimizer)"))
-    result = engine.check_source(train.read_bytes(), str(train), select=("ACC009",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [row(train.read_text(), "loss.backward()")]
+    found = findings_of(train.read_bytes(), path=str(train), select=("ACC009",))
+    assert [f.location.row for f in found] == [row(train.read_text(), "loss.backward()")]

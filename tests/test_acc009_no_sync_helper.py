@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
 from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import contextlib
@@ -73,9 +73,7 @@ def _fill(template: str, body: str, model: str, k: str, helper: str, indent: str
 
 
 def _rows(text: str, filename: str = "train.py") -> list[int]:
-    result = check_source(text.encode(), filename, select=("ACC009",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path=filename, select=("ACC009",))]
 
 
 def _row(text: str, needle: str) -> int:
@@ -112,10 +110,9 @@ def test_helper_in_another_module_takes_the_model(tmp_path: Path):
     script = script.replace("import torch\n", "import torch\nfrom sync import maybe_no_sync as sync_of\n")
     loop = tmp_path / "train.py"
     loop.write_text(script)
-    result = engine.check_source(loop.read_bytes(), str(loop), select=("ACC009",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(script, "with sync_of(model, False):")]
-    assert "`model.no_sync()`" in result.findings[0].message
+    found = findings_of(loop.read_bytes(), path=str(loop), select=("ACC009",))
+    assert [f.location.row for f in found] == [_row(script, "with sync_of(model, False):")]
+    assert "`model.no_sync()`" in found[0].message
 
 
 def test_trainer_direct_no_sync_reads_the_called_model_attribute():
@@ -181,9 +178,7 @@ def _flag_trainer(body: str) -> str:
 
 def test_project_context_manager_that_clears_the_sync_flag():
     text = _flag_trainer(FLAG_BACKWARD_ONLY)
-    result = check_source(text.encode(), "brain.py", select=("ACC009",))
-    assert result.error is None, result.error
-    (finding,) = result.findings
+    (finding,) = findings_of(text.encode(), path="brain.py", select=("ACC009",))
     assert finding.location.row == _row(text, "with self.no_sync(not should_step):")
     assert "`self.no_sync(not should_step)` turns off DDP's sync around only the backward pass" in finding.message
     assert _rows(_flag_trainer(FLAG_FORWARD_INSIDE), "brain.py") == []
@@ -203,6 +198,5 @@ def test_project_context_manager_in_another_module(tmp_path: Path):
     script = script.replace("import torch\n", "import torch\nfrom syncing import sync_off\n")
     loop = tmp_path / "train.py"
     loop.write_text(script)
-    result = engine.check_source(loop.read_bytes(), str(loop), select=("ACC009",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(script, "with sync_off([model]):")]
+    found = findings_of(loop.read_bytes(), path=str(loop), select=("ACC009",))
+    assert [f.location.row for f in found] == [_row(script, "with sync_off([model]):")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -66,9 +66,7 @@ TRAINER_OUTSIDE = "loss = self.model(batch).mean() / self.k"
 
 def _acc009(source: str, forward: str) -> int:
     text = textwrap.dedent(source).replace("FORWARD", forward)
-    result = check_source(text.encode(), "train.py", select=("ACC009",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="train.py", select=("ACC009",)))
 
 
 def test_script_forward_already_without_sync():

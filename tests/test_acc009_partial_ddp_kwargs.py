@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 from functools import partial
@@ -65,9 +65,7 @@ class Trainer:
 
 def _acc009(source: str, handler: str) -> int:
     text = textwrap.dedent(source).replace("HANDLER", handler)
-    result = check_source(text.encode(), "train.py", select=("ACC009",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="train.py", select=("ACC009",)))
 
 
 def test_script_with_partial_ddp_kwargs():

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -78,9 +78,7 @@ ALWAYS = "if True:"
 
 
 def acc009(source: str) -> list:
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(source, "ACC009", path="case.py", dedent=True)
 
 
 @pytest.mark.parametrize("form, owner, model", [
@@ -172,9 +170,7 @@ def _project(tmp_path: Path, monkeypatch, loop: str) -> list:
     (tmp_path / "engine.py").write_text(textwrap.dedent(loop))
     (tmp_path / "main.py").write_text(textwrap.dedent(MAIN_MODULE))
     monkeypatch.chdir(tmp_path)
-    result = check_source((tmp_path / "main.py").read_text(), "main.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of((tmp_path / "main.py").read_text(), "ACC009", path="main.py")
 
 
 def test_a_prepared_model_handed_to_a_loop_in_another_module(tmp_path, monkeypatch):

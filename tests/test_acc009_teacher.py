@@ -6,11 +6,9 @@ trainer-class forms."""
 
 from __future__ import annotations
 
-import textwrap
-
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -57,9 +55,7 @@ GRAPH_FREE = [
 
 
 def acc009(source: str) -> list:
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(source, "ACC009", path="case.py", dedent=True)
 
 
 @pytest.mark.parametrize("form, owner, indent", [(SCRIPT, "teacher", " " * 8), (TRAINER, "self.teacher", " " * 12)])

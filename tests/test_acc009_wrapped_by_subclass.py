@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 BASE = """
 import torch
@@ -60,9 +61,7 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str, subclas
     (tmp_path / "strategies" / "base_strategy.py").write_text(base)
     (tmp_path / "strategies" / "ddp.py").write_text(subclass)
     monkeypatch.chdir(tmp_path)
-    result = check_source(base.encode(), "strategies/base_strategy.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(base.encode(), "ACC009", path="strategies/base_strategy.py")
 
 
 def _base(pin: str = "pass", gate: str = GATED) -> str:

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
 from snippets import findings, row
+
+from tests.snippets import findings_of
 
 HELPER = """
 def setup_model(model, local_rank):
@@ -96,6 +97,5 @@ def test_the_helper_in_another_module(tmp_path: Path):
         "from torch.nn.parallel import DistributedDataParallel as DDP\n" + textwrap.dedent(HELPER).replace("{body}", DIRECT))
     train = tmp_path / "train.py"
     train.write_text("import torch\nfrom dist_utils import setup_model\n" + textwrap.dedent(LOOP).replace("{forward}", PLAIN))
-    result = engine.check_source(train.read_bytes(), str(train), select=("ACC009",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [row(train.read_text(), "loss.backward()")]
+    found = findings_of(train.read_bytes(), path=str(train), select=("ACC009",))
+    assert [f.location.row for f in found] == [row(train.read_text(), "loss.backward()")]

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -55,9 +55,7 @@ def main(model, optimizer, loader, args):
 
 
 def acc009(source: str, path: str = "case.py") -> list:
-    result = check_source(textwrap.dedent(source), path)
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC009"]
+    return findings_of(source, "ACC009", path=path, dedent=True)
 
 
 def test_a_wrapped_local_stored_on_self_is_the_ddp_model():

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import deepspeed
@@ -45,9 +45,7 @@ class Trainer:
 
 def _rows(template: str, configured: str, divisor: str) -> list[int]:
     text = textwrap.dedent(template.replace("{configured}", configured).replace("{divisor}", divisor)).lstrip("\n")
-    result = check_source(text, "case.py")
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings if f.code == "ACC010"]
+    return [f.location.row for f in findings_of(text, "ACC010", path="case.py")]
 
 
 def test_the_configured_name_divided_by_hand_in_a_script():

@@ -14,8 +14,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 FUNCTION = """
 def train_one_epoch(model, loader, update_freq, model_ema=None):
@@ -51,9 +51,7 @@ def _codes(source: str, **parts: str) -> list[tuple[str, int]]:
     text = textwrap.dedent(source)
     for key, value in parts.items():
         text = text.replace("{" + key + "}", value)
-    result = check_source(text.encode(), "train.py")
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings]
+    return [(f.code, f.location.row) for f in findings_of(text.encode(), path="train.py")]
 
 
 def _row(source: str, text: str) -> int:
@@ -109,8 +107,6 @@ def test_helper_module_driven_from_another_module(tmp_path: Path):
     """))
     findings = {}
     for path in (tmp_path / "engine_for_training.py", main):
-        result = engine.check_source(path.read_bytes(), str(path))
-        assert result.error is None, result.error
-        findings[path.name] = [(f.code, f.location.row) for f in result.findings]
+        findings[path.name] = [(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path))]
     assert findings["engine_for_training.py"] == [("ACC010", _row(FUNCTION, "model.backward(loss)"))]
     assert findings["main.py"] == []

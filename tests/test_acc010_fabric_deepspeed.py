@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 SCRIPT = """
 import lightning as L
@@ -48,9 +49,7 @@ DIVIDED = "loss / gradient_accumulation_iters"
 
 
 def _acc010(source: str):
-    result = engine.check_source(textwrap.dedent(source).lstrip(), "finetune.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC010"]
+    return findings_of(textwrap.dedent(source).lstrip(), "ACC010", path="finetune.py")
 
 
 def _row(source: str, text: str) -> int:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 import deepspeed
@@ -62,9 +62,7 @@ BATCH = '"train_micro_batch_size_per_gpu"'
 
 def _acc010(source: str, key: str) -> int:
     text = textwrap.dedent(source).replace("KEY", key)
-    result = check_source(text.encode(), "train.py", select=("ACC010",))
-    assert result.error is None, result.error
-    return len(result.findings)
+    return len(findings_of(text.encode(), path="train.py", select=("ACC010",)))
 
 
 def test_script_divides_by_the_config_entry():
@@ -88,6 +86,4 @@ def test_config_from_another_module(tmp_path: Path):
     path = tmp_path / "train.py"
     for key, expected in ((ACCUMULATION, 1), (BATCH, 0)):
         path.write_text(script.replace("KEY", key))
-        result = engine.check_source(path.read_bytes(), str(path), select=("ACC010",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected, key
+        assert len(findings_of(path.read_bytes(), path=str(path), select=("ACC010",))) == expected, key

@@ -11,8 +11,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 TRAINER = """
 from transformers import Trainer
@@ -49,9 +49,7 @@ def train(runner, loader, args):
 
 def _rows(template: str, guard: str, filename: str = "train.py") -> list[int]:
     text = textwrap.dedent(template).replace("GUARD", guard)
-    result = check_source(text.encode(), filename, select=("ACC010",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path=filename, select=("ACC010",))]
 
 
 def _row(template: str, needle: str) -> int:
@@ -76,9 +74,8 @@ def test_trainer_subclass_in_its_own_module(tmp_path: Path):
     trainer = tmp_path / "ctc_trainer.py"
     trainer.write_text(textwrap.dedent(TRAINER).replace("GUARD", "self.args.gradient_accumulation_steps > 1"))
     (tmp_path / "run.py").write_text("from ctc_trainer import CTCTrainer\n\n\ndef main(**kw):\n    CTCTrainer(**kw).train()\n")
-    result = engine.check_source(trainer.read_bytes(), str(trainer), select=("ACC010",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(TRAINER, "self.deepspeed.backward(total)")]
+    found = findings_of(trainer.read_bytes(), path=str(trainer), select=("ACC010",))
+    assert [f.location.row for f in found] == [_row(TRAINER, "self.deepspeed.backward(total)")]
 
 
 HF_LOOP = """
@@ -101,8 +98,6 @@ def test_engine_step_every_micro_step_keeps_the_plain_paths_window():
     # The engine applies once per its own window; the gated optimizer step of the plain path is
     # still a window, and its missing end-of-epoch clause is ACC005.
     text = "from transformers import Trainer\n" + textwrap.dedent(HF_LOOP)
-    result = check_source(text.encode(), "trainer.py", select=("ACC005",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [
+    assert [f.location.row for f in findings_of(text.encode(), path="trainer.py", select=("ACC005",))] == [
         next(i for i, line in enumerate(text.splitlines(), 1) if "if (step + 1) %" in line)
     ]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
 from accumlint.analysis.windows import reporting_frequency
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 SELECT = {"ACC012"}
 
@@ -25,9 +25,7 @@ def _src(text: str) -> str:
 
 
 def found(source: str, select=SELECT) -> list:
-    result = check_source(source, "case.py", select=select)
-    assert result.error is None, result.error
-    return result.findings
+    return findings_of(source, path="case.py", select=select)
 
 
 def marked(source: str) -> set[int]:
@@ -664,9 +662,7 @@ def _project(tmp_path: Path, files: dict[str, str]) -> Path:
 
 
 def _found_in(path: Path) -> list[tuple[str, int]]:
-    result = engine.check_source(path.read_bytes(), str(path), select=SELECT)
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings]
+    return [(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path), select=SELECT)]
 
 
 TRAIN = """

@@ -13,7 +13,7 @@ import textwrap
 from pathlib import Path
 
 from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 class Trainer:
@@ -73,9 +73,7 @@ def _trainer(assertion: str = PINNED, plain_test: str = "params.amp == -1") -> s
 
 
 def _findings(text: str, select: str, filename: str = "trainer.py") -> list[tuple[str, int]]:
-    result = check_source(text.encode(), filename, select=(select,))
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings]
+    return [(f.code, f.location.row) for f in findings_of(text.encode(), path=filename, select=(select,))]
 
 
 def _row(text: str, needle: str) -> int:
@@ -123,9 +121,7 @@ def test_trainer_in_its_own_module(tmp_path: Path):
         "from trainer import Trainer\n\n\ndef main(params, model, optimizer, loader):\n"
         "    Trainer(params, model, optimizer).train(loader)\n"
     )
-    result = engine.check_source(trainer.read_bytes(), str(trainer), select=("ACC012",))
-    assert result.error is None, result.error
-    assert result.findings == []
+    assert findings_of(trainer.read_bytes(), path=str(trainer), select=("ACC012",)) == []
     trainer.write_text(_trainer(assertion="pass"))
     result = engine.check_source(trainer.read_bytes(), str(trainer), select=("ACC012",))
     assert [f.location.row for f in result.findings] == [_row(_trainer(), "self.optimizer.step()")]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import math
@@ -37,9 +37,7 @@ PLUGIN = '    accelerator.state.deepspeed_plugin.deepspeed_config["train_micro_b
 
 def _codes(plugin: str) -> list[str]:
     text = textwrap.dedent(SCRIPT).lstrip("\n").replace("{plugin}", plugin)
-    result = check_source(text, "case.py")
-    assert result.error is None, result.error
-    return [f.code for f in result.findings]
+    return [f.code for f in findings_of(text, path="case.py")]
 
 
 def test_a_script_run_under_the_deepspeed_plugin_is_clean():

@@ -12,8 +12,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 import math
@@ -64,9 +64,7 @@ ADVICE = (
 
 def _message(template: str, size: str, filename: str = "train.py") -> str:
     text = textwrap.dedent(template).replace("SIZE", size)
-    result = check_source(text.encode(), filename, select=("ACC012",))
-    assert result.error is None, result.error
-    (finding,) = result.findings
+    (finding,) = findings_of(text.encode(), path=filename, select=("ACC012",))
     return finding.message
 
 
@@ -93,8 +91,6 @@ def test_loop_in_a_helper_module(tmp_path: Path):
     helper = tmp_path / "loops.py"
     helper.write_text(textwrap.dedent(SCRIPT).replace("SIZE", "max_steps * accum_steps"))
     (tmp_path / "main.py").write_text("from loops import train\n\n\ndef main(*parts):\n    train(*parts)\n")
-    result = engine.check_source(helper.read_bytes(), str(helper), select=("ACC012",))
-    assert result.error is None, result.error
-    (finding,) = result.findings
+    (finding,) = findings_of(helper.read_bytes(), path=str(helper), select=("ACC012",))
     assert ADVICE.format(k="accum_steps") in finding.message
     assert "ends early" not in finding.message

@@ -11,7 +11,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import argparse
@@ -74,9 +74,7 @@ EVERY_BATCH = "for batch in loader:\n    train_step(model, batch, scaler)\n    o
 
 
 def _acc012(source: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC012"]
+    return findings_of(source.encode(), "ACC012", path="train.py")
 
 
 def _fill(template: str, loop: str, indent: int) -> str:

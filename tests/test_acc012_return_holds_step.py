@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 class Trainer:
@@ -64,9 +64,7 @@ def _source(form: str, held: bool) -> str:
 
 
 def _acc012(source: str, path: str = "train.py") -> list[int]:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC012"]
+    return [v.location.row for v in findings_of(source.encode(), "ACC012", path=path)]
 
 
 @pytest.mark.parametrize("form", ["trainer", "script"])
@@ -87,7 +85,5 @@ def test_micro_step_in_another_module(tmp_path: Path, held: bool) -> None:
     (tmp_path / "steps.py").write_text(helper + "\n")
     train = tmp_path / "train.py"
     train.write_text("from steps import micro_step\n\n\ndef train" + loop)
-    result = check_source(train.read_bytes(), str(train))
-    assert result.error is None, result.error
-    found = [v for v in result.findings if v.code == "ACC012"]
+    found = findings_of(train.read_bytes(), "ACC012", path=str(train))
     assert len(found) == (0 if held else 1)

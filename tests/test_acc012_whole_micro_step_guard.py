@@ -9,8 +9,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 def train(encoder, loader, optimizer, scheduler, args):
@@ -47,9 +47,7 @@ GATED = "if (i + 1) % args.gradient_accumulation_steps == 0:\n                op
 
 def _rows(template: str, step: str, filename: str = "train.py") -> list[int]:
     text = textwrap.dedent(template).replace("STEP", step)
-    result = check_source(text.encode(), filename, select=("ACC012",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path=filename, select=("ACC012",))]
 
 
 def _row(template: str, step: str, needle: str) -> int:
@@ -81,6 +79,5 @@ def test_loop_in_a_helper_module(tmp_path: Path):
     helper = tmp_path / "loops.py"
     helper.write_text(textwrap.dedent(SCRIPT).replace("STEP", EVERY))
     (tmp_path / "main.py").write_text("from loops import train\n\n\ndef main(*parts):\n    train(*parts)\n")
-    result = engine.check_source(helper.read_bytes(), str(helper), select=("ACC012",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(SCRIPT, EVERY, "optimizer.step()")]
+    found = findings_of(helper.read_bytes(), path=str(helper), select=("ACC012",))
+    assert [f.location.row for f in found] == [_row(SCRIPT, EVERY, "optimizer.step()")]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 def train(model, loader, optimizer, scaler, args):
@@ -72,9 +72,7 @@ def train(model, loader, optimizer, scaler, args):
 
 
 def _acc014(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC014"]
+    return findings_of(source.encode(), "ACC014", path=path)
 
 
 def _fill(template: str, test: str, other: str) -> str:

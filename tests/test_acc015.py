@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
+from tests.snippets import findings_of
 from snippets import findings, row
 
 SCRIPT = """
@@ -193,13 +193,10 @@ def test_clip_helper_of_another_module(tmp_path: Path):
     trainer = "from grads import clip_gradients\n" + _trainer(every="clip_gradients(self.model, self.max_norm)")
     path = tmp_path / "trainer.py"
     path.write_text(trainer)
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC015",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [row(trainer, "clip_gradients(self.model, self.max_norm)")]
-    assert "`clip_gradients()` clips gradients on every micro-step" in result.findings[0].message
+    found = findings_of(path.read_bytes(), path=str(path), select=("ACC015",))
+    assert [f.location.row for f in found] == [row(trainer, "clip_gradients(self.model, self.max_norm)")]
+    assert "`clip_gradients()` clips gradients on every micro-step" in found[0].message
 
     clean = "from grads import clip_gradients\n" + _trainer(every="pass", in_block="clip_gradients(self.model, self.max_norm)")
     path.write_text(clean)
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC015",))
-    assert result.error is None, result.error
-    assert result.findings == []
+    assert findings_of(path.read_bytes(), path=str(path), select=("ACC015",)) == []

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -36,9 +36,7 @@ CLIP = "torch.nn.utils.clip_grad_norm_(model.parameters(), clip)"
 
 
 def _acc015(source: str) -> list[int]:
-    result = check_source(textwrap.dedent(source), "train.py")
-    assert result.error is None, result.error
-    return [v.location.row for v in result.findings if v.code == "ACC015"]
+    return [v.location.row for v in findings_of(source, "ACC015", path="train.py", dedent=True)]
 
 
 def test_clip_every_micro_step_in_the_accumulating_mode_is_reported() -> None:

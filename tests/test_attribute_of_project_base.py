@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
+from tests.snippets import findings_of
 
 BASE = """
 from torch import nn
@@ -60,9 +60,7 @@ def _acc001(tmp_path: Path, child: str, scale: str, model: str, library: str = "
     (tmp_path / "base.py").write_text(textwrap.dedent(base))
     path = tmp_path / "child.py"
     path.write_text(textwrap.dedent(child.replace("{scale}", scale)))
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC001",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(path.read_bytes(), path=str(path), select=("ACC001",))]
 
 
 def _row(template: str, text: str) -> int:

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -18,9 +19,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 
 def findings(source: str, path: str = "t.py"):
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return {(f.code, f.location.row): f for f in result.findings}
+    return {(f.code, f.location.row): f for f in findings_of(textwrap.dedent(source).lstrip(), path=path)}
 
 
 def line_of(source: str, text: str) -> int:
@@ -128,10 +127,8 @@ SCHEDULER_PROJECT = {
 def test_a_helper_in_another_module_is_reported_there(tmp_path, monkeypatch):
     _write(tmp_path, SCHEDULER_PROJECT)
     monkeypatch.chdir(tmp_path)
-    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
-    assert result.error is None, result.error
     hooks = str(Path("pkg") / "hooks.py")
-    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    found = {(f.filename, f.code, f.location.row): f for f in findings_of((tmp_path / "train.py").read_bytes(), path="train.py")}
     # scheduler.step(): its length is read where the loop's call hands the scheduler in (train.py);
     # scaler.update() every micro-step is wrong whatever the schedule.
     assert set(found) == {(hooks, "ACC008", 2), (hooks, "ACC008", 3)}
@@ -247,10 +244,8 @@ STATE_PROJECT = {
 def test_state_carried_by_a_base_class_method_in_another_module(tmp_path, monkeypatch):
     _write(tmp_path, STATE_PROJECT)
     monkeypatch.chdir(tmp_path)
-    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
-    assert result.error is None, result.error
     base = str(Path("pkg") / "base.py")
-    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    found = {(f.filename, f.code, f.location.row): f for f in findings_of((tmp_path / "train.py").read_bytes(), path="train.py")}
     assert set(found) == {(base, "ACC003", 3)}
     finding = found[(base, "ACC003", 3)]
     assert "(called every iteration from `train`, line 12)" in finding.message
@@ -354,10 +349,8 @@ KEPT_PROJECT = {
 def test_a_base_class_in_another_module_keeps_the_loss(tmp_path, monkeypatch):
     _write(tmp_path, KEPT_PROJECT)
     monkeypatch.chdir(tmp_path)
-    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
-    assert result.error is None, result.error
     base = str(Path("pkg") / "base.py")
-    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    found = {(f.filename, f.code, f.location.row): f for f in findings_of((tmp_path / "train.py").read_bytes(), path="train.py")}
     # `self.epoch_loss = 0.0` before the loop starts it once per epoch: it grows over the epoch
     assert set(found) == {(base, "ACC002", 3)}
     assert "(called every iteration from `train_epoch`, line 10, with `loss`)" in found[(base, "ACC002", 3)].message
@@ -548,9 +541,7 @@ RECORD_PROJECT = {
 def test_a_helper_of_another_module_that_sums_the_loss_into_the_callers_dict(tmp_path, monkeypatch):
     _write(tmp_path, RECORD_PROJECT)
     monkeypatch.chdir(tmp_path)
-    result = engine.check_source((tmp_path / "train.py").read_bytes(), "train.py")
-    assert result.error is None, result.error
-    found = {(f.filename, f.code, f.location.row): f for f in result.findings}
+    found = {(f.filename, f.code, f.location.row): f for f in findings_of((tmp_path / "train.py").read_bytes(), path="train.py")}
     assert set(found) == {("train.py", "ACC002", 11)}
     assert "(`accumulate()` keeps it in `totals`, line 2 of `meters.py`)" in found[("train.py", "ACC002", 11)].message
     # the same through the module's name

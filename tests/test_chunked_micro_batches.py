@@ -10,7 +10,8 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -50,9 +51,7 @@ def _text(template: str, **parts: str) -> str:
 
 
 def _acc001(text: str) -> list[int]:
-    result = check_source(text, "case.py")
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings if f.code == "ACC001"]
+    return [f.location.row for f in findings_of(text, "ACC001", path="case.py")]
 
 
 @pytest.mark.parametrize("iterable", ["zip(x.chunk(k), y.chunk(k))", "zip(torch.chunk(x, k), torch.chunk(y, k))"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import findings_of
 
 GEMINI = "from colossalai.zero import ZeroOptimizer"
 GEMINI_ADAM = "from colossalai.nn.optimizer.gemini_optimizer import GeminiAdamOptimizer as ZeroOptimizer"
@@ -78,9 +78,7 @@ def _codes(tmp_path: Path, text: str, extra: dict[str, str] | None = None) -> se
         (tmp_path / name).write_text(textwrap.dedent(body).lstrip())
     path = tmp_path / "train.py"
     path.write_text(textwrap.dedent(text).lstrip())
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return {f.code for f in result.findings}
+    return {f.code for f in findings_of(path.read_bytes(), path=str(path))}
 
 
 CASES = [(GEMINI, set()), (GEMINI_ADAM, set()), (ELSEWHERE, {"ACC001", "ACC014"})]

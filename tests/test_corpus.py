@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 CLEAN = sorted(CORPUS.glob("*.py"))
@@ -17,9 +17,7 @@ _EXPECT = re.compile(r"^# expect: (ACC\d{3})@(\d+)\s*$", re.M)
 
 
 def _check(path: Path):
-    result = check_source(path.read_text(encoding="utf-8"), str(path))
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(path.read_text(encoding="utf-8"), path=str(path))}
 
 
 def test_corpus_is_not_empty():

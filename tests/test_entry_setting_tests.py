@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from accumlint.analysis.entries import gates_its_own_window
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SIZING = """
 def build_scheduler(optimizer, args, loader):
@@ -56,9 +56,7 @@ SETTINGS = ['args.env_type == "pytorchDDP"', "args.use_amp == True", "args.scale
 
 
 def _acc012(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == "ACC012"]
+    return findings_of(source.encode(), "ACC012", path=path)
 
 
 def _function(source: str, name: str) -> ast.FunctionDef:

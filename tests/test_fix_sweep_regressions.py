@@ -11,14 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 from rule_cases import src
 
 
 def findings(source: str, filename: str = "case.py", select: frozenset = frozenset({"ACC002", "ACC003"})):
-    result = check_source(source, filename, select=set(select))
-    assert result.error is None, result.error
-    return result.findings
+    return findings_of(source, path=filename, select=set(select))
 
 
 def detach_fixes(source: str, filename: str = "case.py") -> list[str]:

@@ -6,9 +6,7 @@ Forms: a script function handed the model, a trainer method."""
 
 from __future__ import annotations
 
-import textwrap
-
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -57,9 +55,7 @@ THROUGH_MODULE = (
 
 
 def _codes(source: str) -> list[str]:
-    result = check_source(textwrap.dedent(source), "train.py")
-    assert result.error is None, result.error
-    return sorted(v.code for v in result.findings)
+    return sorted(v.code for v in findings_of(source, path="train.py", dedent=True))
 
 
 def test_forward_through_module_in_a_handed_loop() -> None:

@@ -8,12 +8,11 @@ import textwrap
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 
 def found(source: str) -> set[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source), "t.py")
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, dedent=True)}
 
 
 COUNTER = """

@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from accumlint.engine import check_source
 from rule_cases import RuleCases, src
+
+from tests.snippets import findings_of
 
 CASES = RuleCases("ACC002")
 
@@ -20,9 +21,7 @@ def _project(root: Path, files: dict[str, str]) -> str:
 
 
 def _rows(path: str) -> list[int]:
-    result = check_source(Path(path).read_text(), path, select={"ACC002"})
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(Path(path).read_text(), path=path, select={"ACC002"})]
 
 
 # --- a float returned by a project function or method ----------------------------------------------

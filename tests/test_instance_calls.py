@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
+from tests.snippets import findings_of
 
 TOOLS = """
 class GradTools:
@@ -69,9 +69,7 @@ def train(model, opt, loader, k, tools: GradTools):
 
 
 def _codes(source: str, path: str = "t.py") -> list[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
+    return sorted((f.code, f.location.row) for f in findings_of(textwrap.dedent(source).lstrip(), path=path))
 
 
 def _row(source: str, text: str) -> int:

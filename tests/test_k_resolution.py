@@ -13,12 +13,11 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 
 def found(source: str, path: str = "t.py") -> set[tuple[str, int]]:
-    result = engine.check_source(textwrap.dedent(source), path)
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, path=path, dedent=True)}
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -395,9 +394,7 @@ def _config_project(root: Path, value: int, k: str, tail: str = "") -> set[tuple
     files["pkg/config.py"] = CONFIG_MODULE["pkg/config.py"].format(value=value)
     files["train.py"] = CONFIG_MODULE["train.py"].format(k=k, tail=tail)
     _write(root, files)
-    result = engine.check_source((root / "train.py").read_bytes(), str(root / "train.py"))
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of((root / "train.py").read_bytes(), path=str(root / "train.py"))}
 
 
 @pytest.mark.parametrize("k", ["GRAD_ACCUM", "CFG.grad_accum", "config.GRAD_ACCUM", "config.CFG.grad_accum"])

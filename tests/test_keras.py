@@ -6,8 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
 from accumlint.engine import check_source, fix_source
+from tests.snippets import findings_of
 
 
 def src(text: str) -> str:
@@ -15,9 +15,7 @@ def src(text: str) -> str:
 
 
 def found(text: str, filename: str = "case.py") -> list[tuple[str, int]]:
-    result = check_source(text, filename)
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
+    return sorted((f.code, f.location.row) for f in findings_of(text, path=filename))
 
 
 def marked(text: str) -> list[tuple[str, int]]:
@@ -237,9 +235,8 @@ def test_seed_across_modules(tmp_path: Path):
     ''')
     path = tmp_path / "train.py"
     path.write_text(main)
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    assert [(f.code, f.location.row) for f in result.findings if f.filename == str(path)] == [("ACC011", 11)]
+    in_train = [(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path)) if f.filename == str(path)]
+    assert in_train == [("ACC011", 11)]
 
 
 # --- ACC001: accumulated gradients applied as their sum ---------------------------------------------

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 
 def _found(text: str) -> list[tuple[str, int]]:
-    result = check_source(textwrap.dedent(text).lstrip("\n"), "case.py")
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings if f.code in {"ACC001", "ACC014"})
+    found = findings_of(textwrap.dedent(text).lstrip("\n"), path="case.py")
+    return sorted((f.code, f.location.row) for f in found if f.code in {"ACC001", "ACC014"})
 
 
 HEAD = """

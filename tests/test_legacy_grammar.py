@@ -10,6 +10,7 @@ from pathlib import Path
 
 from accumlint import engine
 from accumlint.legacy_grammar import LEGACY_GRAMMAR
+from tests.snippets import findings_of
 
 LOOP = textwrap.dedent("""
     import torch
@@ -66,7 +67,6 @@ def test_a_36_era_helper_module_is_read(tmp_path: Path):
     """).lstrip()
     path = tmp_path / "train.py"
     path.write_text(script)
-    result = engine.check_source(path.read_bytes(), str(path), select=("ACC005",))
-    assert result.error is None, result.error
-    assert [f.code for f in result.findings] == ["ACC005"]
-    assert "step" in result.findings[0].message
+    found = findings_of(path.read_bytes(), path=str(path), select=("ACC005",))
+    assert [f.code for f in found] == ["ACC005"]
+    assert "step" in found[0].message

@@ -15,14 +15,13 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
-from tests.snippets import row
+from tests.snippets import findings_of, row
 
 
 def _acc001(source: str, path: str = "t.py") -> list[tuple[int, str, bool]]:
     """ACC001 findings as (row, message, has a fix)."""
-    result = engine.check_source(textwrap.dedent(source).lstrip(), path)
-    assert result.error is None, result.error
-    return [(f.location.row, f.message, f.fix is not None) for f in result.findings if f.code == "ACC001"]
+    found = findings_of(textwrap.dedent(source).lstrip(), "ACC001", path=path)
+    return [(f.location.row, f.message, f.fix is not None) for f in found]
 
 
 def _in_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, helper: str, driver: str) -> list[tuple[int, str, bool]]:

@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TORCH_LOOP = """
     import torch
@@ -45,9 +45,8 @@ KERAS3_TRAIN_STEP = """
 
 def codes(template: str, loss: str) -> list[tuple[str, int]]:
     """The loss-scaling findings (the loop's missing end clause, ACC005, is beside the point)."""
-    result = check_source(textwrap.dedent(template.format(loss=loss)).lstrip("\n"), "case.py")
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings if f.code in {"ACC001", "ACC010"}]
+    found = findings_of(textwrap.dedent(template.format(loss=loss)).lstrip("\n"), path="case.py")
+    return [(f.code, f.location.row) for f in found if f.code in {"ACC001", "ACC010"}]
 
 
 @pytest.mark.parametrize("loss", [

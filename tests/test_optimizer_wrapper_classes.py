@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 from snippets import findings, row
 
 SELECT = ("ACC001",)
@@ -86,9 +87,7 @@ def _project(root: Path, driver: str, stepping: str = EACH) -> Path:
 
 
 def _checked(path: Path) -> list[tuple[str, int]]:
-    result = engine.check_source(path.read_bytes(), str(path), select=SELECT)
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings]
+    return [(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path), select=SELECT)]
 
 
 def test_a_stepper_class_driven_from_another_module(tmp_path):

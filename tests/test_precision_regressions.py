@@ -1,17 +1,13 @@
 """False positives found on real public training code, each reduced to the construct that was
 misread. Every case must stay clean; the neighbouring bug in each must still be found."""
 
-import textwrap
-
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 
 def codes(source: str) -> set[tuple[str, int]]:
-    result = check_source(textwrap.dedent(source), "case.py")
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, path="case.py", dedent=True)}
 
 
 CLEAN = {

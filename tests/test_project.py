@@ -7,6 +7,7 @@ from pathlib import Path
 
 from accumlint import engine
 from accumlint.project import ProjectIndex, project_root
+from tests.snippets import findings_of
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -18,9 +19,7 @@ def _write(root: Path, files: dict[str, str]) -> None:
 
 def _found(path: Path) -> set[tuple[str, int]]:
     """The findings in the checked file itself."""
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings if f.filename == str(path)}
+    return {(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path)) if f.filename == str(path)}
 
 
 LOOP = """

@@ -16,8 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
-from tests.snippets import findings
+from tests.snippets import findings, findings_of
 
 TWO_METHODS = """
 import torch
@@ -81,9 +80,7 @@ def train(model, optimizer, dataset, k, max_steps, epochs):
 
 
 def _acc005(source: str):
-    result = check_source(source.encode(), "t.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC005"]
+    return findings_of(source.encode(), "ACC005")
 
 
 @pytest.mark.parametrize("bookkeeping", [

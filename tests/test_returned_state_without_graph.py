@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 PRIORS = """
 import torch
@@ -160,9 +160,7 @@ PROBABILITIES = "max_probs"
 
 
 def _findings(source: str, code: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == code]
+    return findings_of(source.encode(), code, path="train.py")
 
 
 def _row(source: str, text: str) -> int:
@@ -222,9 +220,7 @@ def _project(tmp_path: Path, helper: str, train: str, name: str) -> list:
     (tmp_path / "ssl_utils.py").write_text(helper)
     path = tmp_path / "train.py"
     path.write_text(f"import torch\nimport torch.nn.functional as F\nfrom ssl_utils import {name}\n" + textwrap.dedent(train))
-    result = check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return [v.code for v in result.findings if v.code in {"ACC002", "ACC003"}]
+    return [v.code for v in findings_of(path.read_bytes(), path=str(path)) if v.code in {"ACC002", "ACC003"}]
 
 
 @pytest.mark.parametrize("decorator,codes", [(NO_GRAD, []), (PLAIN, ["ACC003"])])

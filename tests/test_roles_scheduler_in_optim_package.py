@@ -10,7 +10,7 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAIN = """
 import torch
@@ -43,9 +43,7 @@ def train(model, loader):
 
 
 def _acc014(source: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == "ACC014"]
+    return findings_of(source.encode(), "ACC014", path=path)
 
 
 def _train(zero: str = "optimizer.zero_grad()") -> str:

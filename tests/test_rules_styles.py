@@ -29,7 +29,8 @@ from dataclasses import dataclass, replace
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 _MARK = re.compile(r"<(ACC\d{3})")
 
@@ -43,9 +44,7 @@ def expected(source: str) -> set[tuple[str, int]]:
 
 
 def found(source: str) -> set[tuple[str, int]]:
-    result = check_source(source, "case.py")
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, path="case.py")}
 
 
 def comments(source: str) -> list[str]:

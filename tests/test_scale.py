@@ -8,6 +8,7 @@ definitions."""
 from __future__ import annotations
 
 from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 # A known bug: the loss reaches backward undivided while the step is gated on accum_steps.
 LOOP = '''
@@ -38,6 +39,5 @@ def test_loop_alone_gives_one_acc001():
 def test_200k_line_file_is_analysed_and_the_finding_is_at_the_right_line():
     head = filler(200_000)
     assert head.count("\n") == 200_000
-    result = check_source(head + LOOP, "big.py")
-    assert result.error is None, result.error
-    assert [(f.code, f.location.row) for f in result.findings] == [("ACC001", 200_000 + BACKWARD_ROW)]
+    found = findings_of(head + LOOP, path="big.py")
+    assert [(f.code, f.location.row) for f in found] == [("ACC001", 200_000 + BACKWARD_ROW)]

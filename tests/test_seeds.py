@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 
 def row_of(source: str, snippet: str, nth: int = 1) -> int:
@@ -28,9 +29,7 @@ def row_of(source: str, snippet: str, nth: int = 1) -> int:
 
 
 def findings(source: str, name: str) -> set[tuple[str, int]]:
-    result = check_source(source, name)
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, path=name)}
 
 
 # --- seeds 000/002: the question ------------------------------------------------------------

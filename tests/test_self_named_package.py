@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from accumlint import engine
 from accumlint.project import ProjectIndex
+from tests.snippets import findings_of
 
 
 def _project(root: Path, files: dict[str, str]) -> Path:
@@ -23,9 +23,7 @@ def _project(root: Path, files: dict[str, str]) -> Path:
 
 
 def _codes(path: Path) -> set[str]:
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    return {f.code for f in result.findings if f.filename == str(path)}
+    return {f.code for f in findings_of(path.read_bytes(), path=str(path)) if f.filename == str(path)}
 
 
 SCALER = """

@@ -12,6 +12,7 @@ import textwrap
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -43,9 +44,7 @@ MARK = "last_opt_step = ni"
 
 def _found(source: str) -> list[tuple[str, int]]:
     text = textwrap.dedent(source).lstrip()
-    result = engine.check_source(text, "train.py")
-    assert result.error is None, result.error
-    return sorted((f.code, f.location.row) for f in result.findings)
+    return sorted((f.code, f.location.row) for f in findings_of(text, path="train.py"))
 
 
 def _row(source: str, text: str) -> int:
@@ -181,8 +180,6 @@ def test_an_engine_class_counting_from_the_window_start(tmp_path):
     """))
     (tmp_path / "steps.py").write_text("def run_batch(model, batch, k):\n    loss = model(batch) / k\n    loss.backward()\n")
     path = tmp_path / "engine.py"
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    assert [f.code for f in result.findings] == ["ACC009"]
+    assert [f.code for f in findings_of(path.read_bytes(), path=str(path))] == ["ACC009"]
     path.write_text(path.read_text().replace("start_id = batch_id + 1", "start_id = 0"))
     assert engine.check_source(path.read_bytes(), str(path)).findings == []

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from accumlint import engine
+from tests.snippets import findings_of
 from snippets import findings, row
 
 # --- ACC004: backward and clip in two helpers -----------------------------------------------------
@@ -111,9 +112,7 @@ def _project(root: Path, files: dict[str, str]) -> None:
 
 
 def _checked(path: Path, code: str) -> list[tuple[str, int]]:
-    result = engine.check_source(path.read_bytes(), str(path), select=(code,))
-    assert result.error is None, result.error
-    return [(f.code, f.location.row) for f in result.findings]
+    return [(f.code, f.location.row) for f in findings_of(path.read_bytes(), path=str(path), select=(code,))]
 
 
 def test_both_helpers_in_another_module(tmp_path):

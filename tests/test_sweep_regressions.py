@@ -6,12 +6,11 @@ from __future__ import annotations
 import textwrap
 
 from accumlint import engine
+from tests.snippets import findings_of
 
 
 def check(source: str):
-    result = engine.check_source(textwrap.dedent(source), "t.py")
-    assert result.error is None, result.error
-    return result.findings
+    return findings_of(source, dedent=True)
 
 
 def codes(source: str) -> set[tuple[str, int]]:
@@ -247,9 +246,7 @@ def test_a_no_grad_method_of_an_imported_class_returns_no_graph(tmp_path):
             """,
     })
     path = tmp_path / "train.py"
-    result = engine.check_source(path.read_bytes(), str(path))
-    assert result.error is None, result.error
-    assert result.findings == []
+    assert findings_of(path.read_bytes(), path=str(path)) == []
     # A value computed from the prediction by tensor ops: graph-free only because of no_grad.
     module = (tmp_path / "augment.py").read_text().replace("return self.p", "return torch.sign(pred).mean() * 0.01 + self.p")
     (tmp_path / "augment.py").write_text(module)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import textwrap
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 TRAINER = """
 import torch
@@ -65,9 +65,7 @@ def _codes(source: str, **parts: str) -> list[str]:
     text = textwrap.dedent(source)
     for key, value in parts.items():
         text = text.replace(key, value)
-    result = check_source(text.encode(), "train.py", select=("ACC001", "ACC009"))
-    assert result.error is None, result.error
-    return sorted(f.code for f in result.findings)
+    return sorted(f.code for f in findings_of(text.encode(), path="train.py", select=("ACC001", "ACC009")))
 
 
 def test_trainer_flag_gate_and_forward_past_the_wrapper():

@@ -8,13 +8,12 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source, fix_source
+from accumlint.engine import fix_source
+from tests.snippets import findings_of
 
 
 def findings(source: str) -> set[tuple[str, int]]:
-    result = check_source(textwrap.dedent(source), "trap.py")
-    assert result.error is None, result.error
-    return {(f.code, f.location.row) for f in result.findings}
+    return {(f.code, f.location.row) for f in findings_of(source, path="trap.py", dedent=True)}
 
 
 def assert_clean(source: str) -> None:

@@ -14,8 +14,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 import torch
@@ -80,9 +80,7 @@ def _codes(source: str, **parts: str) -> list[str]:
     text = textwrap.dedent(source)
     for key, value in parts.items():
         text = text.replace(key, value)
-    result = check_source(text.encode(), "train.py")
-    assert result.error is None, result.error
-    return sorted(f.code for f in result.findings)
+    return sorted(f.code for f in findings_of(text.encode(), path="train.py"))
 
 
 def test_script_window_in_one_call():
@@ -145,6 +143,4 @@ def test_trainer_module_driven_from_a_launch_module(tmp_path: Path):
     )
     for guard, chosen, expected in cases:
         launch.write_text(textwrap.dedent(LAUNCH).replace("GUARD", guard).replace("CHOSEN", chosen))
-        result = engine.check_source(launch.read_bytes(), str(launch), select=("ACC009",))
-        assert result.error is None, result.error
-        assert len(result.findings) == expected, guard
+        assert len(findings_of(launch.read_bytes(), path=str(launch), select=("ACC009",))) == expected, guard

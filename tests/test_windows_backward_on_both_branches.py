@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -62,9 +63,7 @@ DIVIDED_TRAINER = "(loss / self.k).backward()"
 
 
 def _findings(source: str, code: str, path: str = "train.py") -> list:
-    result = check_source(source.encode(), path)
-    assert result.error is None, result.error
-    return [v for v in result.findings if v.code == code]
+    return findings_of(source.encode(), code, path=path)
 
 
 def _fill(template: str, step_branch: str, plain_branch: str) -> str:

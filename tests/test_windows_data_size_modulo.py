@@ -10,7 +10,7 @@ import textwrap
 
 import pytest
 
-from accumlint.engine import check_source
+from tests.snippets import findings_of
 
 SCRIPT = """
 import torch
@@ -52,9 +52,7 @@ UNDIVIDED = "(model(X) - y).pow(2).mean()"
 
 
 def _findings(source: str, code: str) -> list:
-    result = check_source(source.encode(), "train.py")
-    assert result.error is None, result.error
-    return [f for f in result.findings if f.code == code]
+    return findings_of(source.encode(), code, path="train.py")
 
 
 def _script(guard: str = "X.size(0) % world_size != 0", loss: str = UNDIVIDED, zero: str = "pass") -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from accumlint import engine
-from accumlint.engine import check_source
+from tests.snippets import findings_of
+
 
 SCRIPT = """
 def train_epoch(loader, model, optimizer, cfg):
@@ -57,9 +57,7 @@ class Trainer:
 
 def _rows(template: str, mode: str, filename: str = "train.py") -> list[int]:
     text = textwrap.dedent(template).replace("MODE", mode)
-    result = check_source(text.encode(), filename, select=("ACC005",))
-    assert result.error is None, result.error
-    return [f.location.row for f in result.findings]
+    return [f.location.row for f in findings_of(text.encode(), path=filename, select=("ACC005",))]
 
 
 def _row(template: str, needle: str) -> int:
@@ -85,6 +83,5 @@ def test_loop_in_a_helper_module(tmp_path: Path):
     helper = tmp_path / "loops.py"
     helper.write_text(textwrap.dedent(SCRIPT).replace("MODE", "cur_batch >= cfg.GLOBAL_BATCH_SIZE"))
     (tmp_path / "main.py").write_text("from loops import train_epoch\n\n\ndef main(*parts):\n    train_epoch(*parts)\n")
-    result = engine.check_source(helper.read_bytes(), str(helper), select=("ACC005",))
-    assert result.error is None, result.error
-    assert [f.location.row for f in result.findings] == [_row(SCRIPT, "if (cur_iter + 1) %")]
+    found = findings_of(helper.read_bytes(), path=str(helper), select=("ACC005",))
+    assert [f.location.row for f in found] == [_row(SCRIPT, "if (cur_iter + 1) %")]
