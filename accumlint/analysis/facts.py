@@ -11,6 +11,7 @@ from accumlint.analysis.ancestry import forget_ancestry
 from accumlint.analysis import accumulators, calls
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis import passes
+from accumlint.analysis.called_windows import CalledWindow, called_windows
 from accumlint.analysis.collect import CallSite, Collected, Loop, Scope, collect
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, Event
@@ -30,6 +31,8 @@ class ScopeFacts:
     events: list[Event]
     windows: list[Window]
     _pass_loops: Optional[list[tuple[Loop, Event]]] = field(default=None, repr=False)
+    _called_windows: Optional[list[CalledWindow]] = field(default=None, repr=False)
+    resolver: Optional[calls.Resolver] = field(default=None, repr=False)
 
     def pass_loops(self) -> list[tuple[Loop, Event]]:
         """The loops of passes of this scope with the step after each (see passes.py), worked out
@@ -37,6 +40,14 @@ class ScopeFacts:
         if self._pass_loops is None:
             self._pass_loops = passes.pass_loops(self.scope, self.events, self.windows)
         return self._pass_loops
+
+    def called_windows(self) -> list[CalledWindow]:
+        """The loops of this scope whose micro-batches run in a function they call before the
+        step (see called_windows.py), worked out once."""
+        if self._called_windows is None:
+            resolver = self.resolver
+            self._called_windows = called_windows(self.scope, self.events, self.windows, resolver) if resolver else []
+        return self._called_windows
 
     def micro_step_backwards(self) -> Iterator[tuple[Window, Event]]:
         """Each backward of this scope that runs on every micro-step of a window, once, with
@@ -130,5 +141,5 @@ def analyse(
     facts = ModuleFacts(module, source, collected, analysed.roles, analysed.flow, analysed)
     for scope in collected.scopes:
         scope_events, windows = analysed.windows_of(scope)
-        facts.scopes.append(ScopeFacts(scope, scope_events, windows))
+        facts.scopes.append(ScopeFacts(scope, scope_events, windows, resolver=analysed.resolver))
     return facts

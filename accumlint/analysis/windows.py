@@ -649,16 +649,24 @@ def _gate_for(
     for inner in inner_loops.values():
         if inner.parent is not loop or not isinstance(inner.node, FOR_LOOPS) or inner.last_order >= step.order:
             continue
-        k = _range_count(inner.iter_expr) or _chunk_count(inner.iter_expr)
-        if k is None:
-            continue
-        size = int_value(k)
-        if size is not None and size <= 1 or _carries_state(inner):
-            continue
         backwards = [e for e in in_loop.get(id(inner), []) if e.kind == BACKWARD]
-        if backwards and not _same_batch_passes(inner, k, backwards):
+        k = micro_batch_count(inner, backwards) if backwards else None
+        if k is not None:
             return Window("inner", inner, loop, k, set(), step)
     return None
+
+
+def micro_batch_count(loop: Loop, backwards: list[Event]) -> Optional[ast.expr]:
+    """k, when `loop` walks k micro-batches (`for _ in range(k):`, `for micro in batch.chunk(k):`)
+    and runs these backward passes on them: not the time steps of one sequence, not several
+    passes over one batch."""
+    k = _range_count(loop.iter_expr) or _chunk_count(loop.iter_expr)
+    if k is None:
+        return None
+    size = int_value(k)
+    if size is not None and size <= 1 or _carries_state(loop) or _same_batch_passes(loop, k, backwards):
+        return None
+    return k
 
 
 def _range_count(iterable: Optional[ast.expr]) -> Optional[ast.expr]:

@@ -74,9 +74,9 @@ def _no_division_helps(src: SourceText, scaling: Scaling, k_text: str, path: str
     return None
 
 
-def _division_fix(src: SourceText, event: Event, window: Window, k_text: str) -> Optional[Fix]:
+def _division_fix(src: SourceText, event: Event, k: ast.expr, k_text: str) -> Optional[Fix]:
     assert event.call is not None and event.tensor is not None
-    new_tensor = divided(src, event.tensor, window.k)
+    new_tensor = divided(src, event.tensor, k)
     if isinstance(event.call.func, ast.Attribute) and event.tensor is event.call.func.value:
         edit = replace_receiver(src, event.tensor, new_tensor, MUL)
     else:
@@ -123,10 +123,37 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
         if module is facts.analysed:
             fix = None
             if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate and not zeroed and not special:
-                fix = _division_fix(facts.source, event, window, k_text)
+                fix = _division_fix(facts.source, event, window.k, k_text)
             yield Violation(CODE, message, event.call, fix)
         elif module.path is not None and module.source is not None:
             yield Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
+
+
+def _in_called_windows(facts: ModuleFacts, sf) -> Iterator[Violation]:
+    """A loop that steps after calling a function which runs k micro-batches' backward passes:
+    each pass's loss must be divided by k there, in the callee's own terms."""
+    for window in sf.called_windows():
+        if _own_comm_hook(facts):
+            return
+        module = window.callee.module
+        for event in window.backwards:
+            if event.call is None or event.tensor is None or ambiguous_tensor(event) or framework_divides(event, module.roles):
+                continue
+            if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS:
+                continue
+            if rescales_grads(event.stmt.scope) or rescales_grads(sf.scope):
+                continue
+            scaling = module.flow.scaling(event.tensor, event.stmt, set(window.k_names))
+            if scaling.unknown or scaling.scaled or scaling.counter is not None:
+                continue
+            source = module.source or facts.source
+            k_text = source.segment(window.k)
+            message = _message(k_text, window.path())
+            if module is facts.analysed:
+                fix = _division_fix(facts.source, event, window.k, k_text)
+                yield Violation(CODE, message, event.call, fix)
+            elif module.path is not None and module.source is not None:
+                yield Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
 
 
 def _accumulated_fix(facts: ModuleFacts, applied: Applied, k: ast.expr) -> Optional[Fix]:
@@ -272,5 +299,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 # until the zeroing (ACC007, fixed first) is in the step block.
                 yield Violation(CODE, _message(k_text, zeroed_each_micro_step=True), event.call, None)
                 continue
-            yield Violation(CODE, _message(k_text), event.call, _division_fix(src, event, window, k_text))
+            yield Violation(CODE, _message(k_text), event.call, _division_fix(src, event, window.k, k_text))
         yield from _in_helpers(facts, sf)
+    reported: set[int] = set()  # a function called from two loops is reported once
+    for sf in facts.scopes:
+        for violation in _in_called_windows(facts, sf):
+            if id(violation.node) not in reported:
+                reported.add(id(violation.node))
+                yield violation
