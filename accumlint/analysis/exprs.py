@@ -160,7 +160,8 @@ def names_in(expr: ast.AST) -> frozenset[str]:
 
 def data_names_in(expr: ast.AST) -> frozenset[str]:
     """Like names_in, but leaves out what is called: in `model(x)` the graph flows from `x`,
-    not from the module object `model`."""
+    not from the module object `model`; and what a conditional expression tests (`ref if
+    multispeaker else None` is `ref` or nothing)."""
     found: set[str] = set()
     stack: list[ast.AST] = [expr]
     while stack:
@@ -177,6 +178,9 @@ def data_names_in(expr: ast.AST) -> frozenset[str]:
                 stack.append(current.func)
             stack.extend(current.args)
             stack.extend(kw.value for kw in current.keywords)
+            continue
+        if isinstance(current, ast.IfExp):
+            stack.extend((current.body, current.orelse))
             continue
         if isinstance(current, _SCOPES):
             continue

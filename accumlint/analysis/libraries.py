@@ -8,6 +8,8 @@ NUMERIC_LIBRARIES = frozenset({
     "Levenshtein", "pycocotools", "seqeval", "bert_score",
     # the standard library's text and serialisation modules: strings in, strings out
     "re", "json", "string", "textwrap", "difflib", "unicodedata",
+    # configuration files and paths: settings, never tensors
+    "yaml", "toml", "tomli", "tomllib", "configparser", "csv", "pathlib", "glob",
 })
 
 

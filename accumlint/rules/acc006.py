@@ -211,13 +211,35 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
             return name
         if not definitions or any(outer.contains(d.stmt) for d in scope.definitions(name)):
             continue  # rebound in the loop: each iteration's own value (or a chained state)
-        if name in called or any(_holds_no_graph(d, facts) for d in definitions):
-            continue  # a module handed to a loss helper (`ic_loss(model)`), not a tensor
+        if name in called or _holds_modules(name, scope) or any(_holds_no_graph(d, facts) for d in definitions):
+            continue  # a module handed to a loss helper (`ic_loss(model)`), or modules held by an object, not a tensor
         if any(d.kind in {"assign", "unpack"} and facts.flow._definition_carries(d, 0) for d in definitions):
             return name
         if _written_into_before(name, scope, outer):
             return name
     return None
+
+
+# Methods only a module has (a tensor has none of them): what they are called on holds modules.
+_MODULE_METHODS = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
+    "named_children", "state_dict", "load_state_dict", "train", "eval", "apply",
+})
+
+
+def _holds_modules(name: str, scope: Scope) -> bool:
+    """`model = build_model()` then `model.disc.parameters()` handed to an optimizer: `model`
+    holds modules (a dict or namespace of them from a factory out of sight), no shared tensor."""
+    prefix = name + "."
+    for seen in scope.sight():
+        for site in seen.calls:
+            func = site.call.func
+            if not isinstance(func, ast.Attribute) or func.attr not in _MODULE_METHODS:
+                continue
+            owner = dotted(func.value)
+            if owner is not None and (owner == name or owner.startswith(prefix)):
+                return True
+    return False
 
 
 def _yielded_by_a_generator(event: Event, sf, facts: ModuleFacts) -> bool:
