@@ -67,3 +67,29 @@ def test_trainer_engine_count_reset_is_reported() -> None:
 ])
 def test_clean_twins(reset: str, step: str, after: str) -> None:
     assert _acc005(_epoch(reset, step, after)) == []
+
+
+CUT = (
+    "step = data_iter_step // update_freq\n"
+    "        if step >= num_training_steps_per_epoch:\n"
+    "            continue\n"
+    "        loss = model(batch) / update_freq"
+)
+
+
+def test_an_epoch_cut_to_whole_windows_leaves_no_tail() -> None:
+    """`step = i // update_freq; if step >= steps_per_epoch: continue` (BEiT's fine-tuning loop):
+    the batches past the last whole window are skipped, so every window the engine counts from
+    the reset is full."""
+    source = _epoch().replace("loss = model(batch) / update_freq", CUT).replace(
+        "def train_one_epoch(model, data_loader, update_freq):",
+        "def train_one_epoch(model, data_loader, update_freq, num_training_steps_per_epoch):",
+    )
+    assert "continue" in source
+    assert _acc005(source) == []
+    trainer = TRAINER.replace(
+        "for batch in self.train_loader:",
+        "for i, batch in enumerate(self.train_loader):\n            if i // self.k >= self.steps_per_epoch:\n                break",
+    )
+    assert "break" in trainer
+    assert _acc005(trainer) == []

@@ -221,7 +221,10 @@ def _cut_by_count(window: Window, counter: str) -> bool:
     """`if i >= steps_per_epoch: break` (or `continue`) in the loop: the epoch is a number of
     batches the code chose, not the length of the data; whether it is a multiple of k is not
     in sight."""
-    loop = window.micro_loop
+    return _loop_cut_by_count(window.micro_loop, counter)
+
+
+def _loop_cut_by_count(loop: Loop, counter: str) -> bool:
     scope = loop.scope
     for stmt in scope.loop_statements(loop):
         node = stmt.node
@@ -527,6 +530,8 @@ def _engine_pass_after(reset: Definition, engine: str, facts: ModuleFacts) -> Op
             continue
         if any(f == f"{engine}.step" and s.stmt.order > loop.last_order for s, f in calls):
             continue  # stepped again after the pass
+        if any(_loop_cut_by_count(loop, counter) for counter in loop.targets):
+            continue  # `step = i // update_freq; if step >= steps_per_epoch: continue`: whole windows only
         return loop
     return None
 
