@@ -808,6 +808,15 @@ class Resolver:
             return True
         return any(not isinstance(base, str) and base[0].sets_attribute(base[1], name, depth + 1) for base in self._bases(cls))
 
+    def class_library_bases(self, name: str) -> set[str]:
+        """The library classes the project class called `name` here (defined in this module or
+        imported from another of the project) is built on; empty for any other name."""
+        cls = self.module.collected.classes.get(name)
+        if cls is not None:
+            return self.library_bases(cls)
+        found = self._imported_class(name, 0)
+        return found[0].library_bases(found[1]) if found is not None else set()
+
     def library_bases(self, cls: ast.ClassDef, depth: int = 0) -> set[str]:
         """The library classes `cls` is built on (`transformers.Trainer`), by their imported names,
         through its bases in this module and in the project's other modules."""

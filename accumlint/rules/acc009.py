@@ -18,7 +18,7 @@ from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, int_value, is_true, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import class_like, dotted, int_value, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
@@ -355,7 +355,7 @@ def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     for scope in facts.collected.scopes:
         for name in models:
             for definition in scope.definitions(name):
-                if _builds_wrapper(definition.value, facts.roles):  # not a project helper that returns one
+                if _library_wrapper(definition.value, facts.roles):  # not a project helper or subclass
                     assert isinstance(definition.value, ast.Call)
                     head = (dotted(definition.value.func) or "").partition(".")[0]
                     origin = facts.collected.imports.get(head)
@@ -447,8 +447,22 @@ def _names_ddp(call: ast.Call, roles: Roles) -> bool:
     )
 
 
-def _builds_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
+def _library_wrapper(value: Optional[ast.expr], roles: Roles) -> bool:
+    """`DDP(model)` of a library's DDP class (torch's, apex's)."""
     return isinstance(value, ast.Call) and roles.canonical(dotted(value.func)).rsplit(".", 1)[-1] in ddp.WRAPPERS
+
+
+def _builds_wrapper(value: Optional[ast.expr], module: AnalysedModule) -> bool:
+    """`DDP(model)`: a library's wrapper, or a project class built on one (`class DDP(DistributedDataParallel)`,
+    here or imported from another module of the project)."""
+    if not isinstance(value, ast.Call):
+        return False
+    if _library_wrapper(value, module.roles):
+        return True
+    name = dotted(value.func)
+    return name is not None and class_like(last_part(name)) and any(
+        last_part(base) in ddp.WRAPPERS for base in module.resolver.class_library_bases(name)
+    )
 
 
 def _wraps(
@@ -460,11 +474,12 @@ def _wraps(
     read when its name speaks of parallelism, or when the name it is assigned to holds a model in a
     module with an accumulation window (resolving every call of a whole repository would cost more
     than the rule is worth)."""
-    if _builds_wrapper(value, facts.roles):
+    if _builds_wrapper(value, facts.analysed):
         return True
     if not isinstance(value, ast.Call):
         return False
-    library = facts.analysed.resolver.library_name(dotted(value.func) or "")
+    resolver = facts.analysed.resolver
+    library = resolver.library_name(dotted(value.func) or "")
     if library is not None and last_part(library) in ddp.WRAPPERS:
         return True  # `ext_dist.DDP(...)`: torch's class, imported through a project module
     if not _PARALLEL_WORDS.search(last_part(dotted(value.func))) and not (
@@ -478,7 +493,7 @@ def _wraps(
         (literal_element(returned, index) if index else returned, stmt) for returned, stmt in callee.scope.returns
     ]
     return all(
-        value is not None and _returns_wrapper(value, stmt, callee.module.roles) for value, stmt in returned_values
+        value is not None and _returns_wrapper(value, stmt, callee.module) for value, stmt in returned_values
     )
 
 
@@ -496,19 +511,19 @@ def _builds_wrappers(module: AnalysedModule) -> bool:
     memo = module.collected.memo
     if "acc009.builds_wrappers" not in memo:
         memo["acc009.builds_wrappers"] = any(
-            _builds_wrapper(site.call, module.roles) for scope in module.collected.scopes for site in scope.calls
+            _builds_wrapper(site.call, module) for scope in module.collected.scopes for site in scope.calls
         )
     return bool(memo["acc009.builds_wrappers"])
 
 
-def _returns_wrapper(returned: ast.expr, stmt: Stmt, roles: Roles) -> bool:
+def _returns_wrapper(returned: ast.expr, stmt: Stmt, module: AnalysedModule) -> bool:
     """`return DDP(model)`, or `return model` after `model = DDP(model)` in that function."""
-    if _builds_wrapper(returned, roles):
+    if _builds_wrapper(returned, module):
         return True
     if not isinstance(returned, ast.Name):
         return False
     definitions = [d for d in stmt.scope.definitions(returned.id) if d.order < stmt.order and d.stmt.compatible(stmt)]
-    return bool(definitions) and definitions[-1].kind == "assign" and _builds_wrapper(definitions[-1].value, roles)
+    return bool(definitions) and definitions[-1].kind == "assign" and _builds_wrapper(definitions[-1].value, module)
 
 
 def _ddp_models(facts: ModuleFacts) -> set[str]:
@@ -672,7 +687,7 @@ def _wrapped_by_subclass(
             for method in (s for s in module.collected.scopes if s.class_node is cls):
                 for model in forwards:
                     for definition in method.definitions(model):
-                        if _builds_wrapper(definition.value, module.roles) and not _sync_managed_in(module, facts):
+                        if _builds_wrapper(definition.value, module) and not _sync_managed_in(module, facts):
                             if module is not module_here and index is not None and module.path is not None:
                                 module_here.consulted.add(index.resolved(module.path))
                             return model, cls.name, module, definition.stmt.node
