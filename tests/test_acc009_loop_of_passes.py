@@ -99,3 +99,30 @@ def test_the_step_in_a_helper_of_another_module(tmp_path: Path):
     train.write_text("from amp_utils import optimizer_step\n" + _script(step="optimizer_step(model, optimizer)"))
     found = findings_of(train.read_bytes(), path=str(train), select=("ACC009",))
     assert [f.location.row for f in found] == [row(train.read_text(), "loss.backward()")]
+
+
+SECOND_PASS = (
+    "for x, y in batch_steps:\n"
+    "            loss = torch.nn.functional.cross_entropy(model(x.flip(0)), y) / config.accumsteps\n"
+    "            loss.backward()\n"
+    "        "
+)
+
+
+def test_two_loops_of_passes_before_one_step_are_one_window():
+    """The passes of both loops add into one update: one finding, on the first loop (its fix
+    covers the window); a step after each loop makes two windows, each reported."""
+    source = _script(step=SECOND_PASS + "optimizer.step()")
+    assert _acc009(source) == [row(source, "loss.backward()")]
+    each = _script(step="optimizer.step()\n        optimizer.zero_grad()\n        " + SECOND_PASS + "optimizer.step()")
+    assert _acc009(each) == [row(each, "loss.backward()"), row(each, "loss.backward()", last=True)]
+
+
+def test_a_trainer_with_a_second_loop_before_the_step():
+    source = textwrap.dedent(TRAINER).replace(
+        "        self.optimizer.step()\n",
+        "        for x, y in micro_batches:\n"
+        "            self.model(x).sum().backward()\n"
+        "        self.optimizer.step()\n",
+    )
+    assert _acc009(source) == [row(source, "loss.backward()")]

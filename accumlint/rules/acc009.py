@@ -895,7 +895,10 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
     `optimizer.step()`): however many passes there are, each all-reduces."""
     models = _ddp_models(facts)
     for sf in facts.scopes:
-        for loop, _ in sf.pass_loops():
+        stepped: set[int] = set()  # two loops of passes before one step make one window: one finding
+        for loop, step in sf.pass_loops():
+            if id(step) in stepped:
+                continue
             used = _wrapped_models_in(loop, sf.scope, facts, models)
             own = [e for e in sf.events if not _engine_backward(e, facts)]  # not `if ds: engine.backward(loss)`
             backward = backward_each_pass(sf.scope, own, loop) if used else None
@@ -906,6 +909,7 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
             if _reads_pinned(loop, sf.scope, facts):
                 continue
             reported.add(id(backward.call))
+            stepped.add(id(step))
             wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
