@@ -348,6 +348,15 @@ def _flag_after_forward(sf: ScopeFacts) -> Iterator[Violation]:
                 )
 
 
+def _others_too(used: list[str]) -> str:
+    """The other DDP models the loop runs forward with gradients (a GAN's discriminator in the
+    generator's loop): they all-reduce too, so the advice names them."""
+    others = [f"`{name}`" for name in dict.fromkeys(used) if name != used[0]]
+    if not others:
+        return ""
+    return f"; the same for {', '.join(others)}, which also runs forward with gradients in this loop"
+
+
 def _foreign_wrapper(facts: ModuleFacts, models: set[str]) -> Optional[str]:
     """The package of the DDP class the models were built with, when none of them is torch's
     (apex's DistributedDataParallel has no `no_sync()`)."""
@@ -884,7 +893,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             yield Violation(
                 CODE,
                 f"{_subject(facts, wrapping)} reduces gradients across ranks on every "
-                f"micro-step: {_advice(facts, used[0], wrapping=wrapping)}",
+                f"micro-step: {_advice(facts, used[0], wrapping=wrapping)}{_others_too(used)}",
                 backward.call,
             )
 
@@ -914,7 +923,8 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
             yield Violation(
                 CODE,
                 f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this loop "
-                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}",
+                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}"
+                f"{_others_too(used)}",
                 backward.call,
             )
 
