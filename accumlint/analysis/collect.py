@@ -244,7 +244,16 @@ class Loop:
     last_order: int = 0
     implicit: bool = False  # a framework hook called once per micro-batch (Lightning training_step)
     entry: bool = False  # implicit: a project function that gates its own window (see entries.py)
-    over_optimizers: bool = False  # `for opt in optimizers: opt.step()`: not a loop over data
+    _over_optimizers: Optional[bool] = field(default=None, repr=False)
+
+    @property
+    def over_optimizers(self) -> bool:
+        """`for opt in optimizers: opt.step()`: not a loop over data. Read on first use: only the
+        loops around a step ask, and walking every loop's body for it cost a whole-repository run
+        a tenth of its time."""
+        if self._over_optimizers is None:
+            self._over_optimizers = steps_each_optimizer(self.node)
+        return self._over_optimizers
 
     def contains(self, stmt: Stmt) -> bool:
         return any(loop is self for loop in stmt.loops)
@@ -437,7 +446,6 @@ class _Collector:
         is_for = isinstance(node, FOR_LOOPS)
         if is_for:
             loop.iter_expr = node.iter
-            loop.over_optimizers = steps_each_optimizer(node)
             self._read(node.iter, header)
             loop.targets = tuple(name for name, _ in target_names(node.target))
         else:

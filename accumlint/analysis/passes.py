@@ -67,11 +67,15 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
     once after them (the first, where several do): each is one window of passes."""
     found: list[tuple[Loop, Event]] = []
     covered = {id(w.micro_loop) for w in windows} | {id(w.step_loop) for w in windows}
+    if not any(e.kind == BACKWARD for e in events):
+        return found
     for loop in scope.loops:
-        if loop.implicit or loop.over_optimizers or not isinstance(loop.node, FOR_LOOPS) or id(loop) in covered:
+        if loop.implicit or not isinstance(loop.node, FOR_LOOPS) or id(loop) in covered:
             continue
         inside = [e for e in events if loop.contains(e.stmt)]
-        if not any(e.kind == BACKWARD for e in inside) or any(e.kind == STEP for e in inside) or _reads_gradients(loop):
+        if not any(e.kind == BACKWARD for e in inside) or any(e.kind == STEP for e in inside):
+            continue
+        if loop.over_optimizers or _reads_gradients(loop):  # walks the loop's body: asked last
             continue
         step = _step_after(loop, events)
         if step is not None:
