@@ -72,6 +72,7 @@ class ProjectIndex:
         self._folders: dict[Path, Path] = {}  # importer -> its resolved folder
         self._resolved_root = root.resolve()
         self._resolved: dict[Path, Path] = {}
+        self._files: dict[tuple[Path, bool], Optional[Path]] = {}  # a module's path -> its file, misses too
         self._imported_words: Optional[dict[str, list[Path]]] = None
         self._dotted_imports: dict[str, set[str]] = {}  # first name -> the dotted modules imported under it
         self._own_names: Optional[frozenset[str]] = None
@@ -87,10 +88,13 @@ class ProjectIndex:
     # --- finding files ---------------------------------------------------------------------
     def _file_for(self, base: Path, parts: list[str]) -> Optional[Path]:
         folder = base.joinpath(*parts)
-        for candidate in (folder.with_suffix(".py") if parts else None, folder / "__init__.py"):
-            if candidate is not None and candidate.is_file():
-                return candidate
-        return None
+        key = (folder, bool(parts))
+        if key not in self._files:  # each importer folder tries the same bases for `torch`, `os`, ...
+            self._files[key] = next(
+                (c for c in (folder.with_suffix(".py") if parts else None, folder / "__init__.py") if c is not None and c.is_file()),
+                None,
+            )
+        return self._files[key]
 
     def module_file(self, importer: Path, dotted: str, level: int = 0) -> Optional[Path]:
         """The file of module `dotted` imported from `importer` (relative when `level` > 0);
