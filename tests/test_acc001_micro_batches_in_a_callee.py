@@ -146,3 +146,10 @@ def test_the_callee_in_another_module(tmp_path: Path) -> None:
     assert finding.filename.endswith("pipeline.py") and "`chunks`" in finding.message
     (tmp_path / "pipeline.py").write_text(helper.replace("BACKWARD", "(loss / chunks).backward()"))
     assert findings_of(train.read_bytes(), "ACC001", path=str(train)) == []
+
+
+def test_a_test_function_that_checks_the_window_is_clean() -> None:
+    source = _script().replace("def train(model, optimizer, loader, chunks):", "def test_window(model, optimizer, loader, chunks):")
+    source = source.replace("        optimizer.step()\n", "        optimizer.step()\n        assert model.weight.grad is not None\n")
+    assert "assert model.weight" in source
+    assert _rows(source) == []
