@@ -153,3 +153,16 @@ def test_a_test_function_that_checks_the_window_is_clean() -> None:
     source = source.replace("        optimizer.step()\n", "        optimizer.step()\n        assert model.weight.grad is not None\n")
     assert "assert model.weight" in source
     assert _rows(source) == []
+
+
+def test_a_callee_that_zeroes_at_the_window_start() -> None:
+    """`zero_grad()` before the micro-batch loop starts the window (OpenAI's diffusion trainers);
+    a zeroing inside the loop keeps only the last micro-batch, which is not this form."""
+    at_start = _script().replace(
+        "    for micro in batch.chunk(chunks):", "    model.zero_grad()\n    for micro in batch.chunk(chunks):"
+    )
+    assert "model.zero_grad()\n    for micro" in at_start
+    assert len(_rows(at_start)) == 1
+    inside = _script().replace("        loss = F.cross_entropy", "        model.zero_grad()\n        loss = F.cross_entropy")
+    assert "        model.zero_grad()\n        loss" in inside
+    assert _rows(inside) == []

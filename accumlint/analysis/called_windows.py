@@ -48,15 +48,16 @@ def _ungated_in(stmt: Stmt, loop: Loop) -> bool:
 
 def _micro_loop_in(callee: Callee) -> Optional[tuple[Loop, ast.expr, list[Event]]]:
     """The callee's one outermost loop over k micro-batches with a backward on each, when the
-    callee neither steps nor zeroes (then it runs a window of its own, or something else)."""
+    callee never steps (then it runs a window of its own) and zeroes the gradients, if at all,
+    only before that loop (the window's start: `zero_grad(); for micro in batch.chunk(k): ...`)."""
     events = callee.module.direct.get(id(callee.scope), [])
-    if any(e.kind in {STEP, ZERO} for e in events):
-        return None
     backwards = [e for e in events if e.kind == BACKWARD]
     outermost = [loop for loop in callee.scope.loops if loop.parent is None]
-    if not backwards or len(outermost) != 1:
+    if not backwards or len(outermost) != 1 or any(e.kind == STEP for e in events):
         return None
     loop = outermost[0]
+    if any(e.kind == ZERO and (e.stmt.loops or e.order > loop.header.order) for e in events):
+        return None
     if any(not (e.stmt.loops and e.stmt.loops[-1] is loop and _ungated_in(e.stmt, loop)) for e in backwards):
         return None
     k = micro_batch_count(loop, backwards)
