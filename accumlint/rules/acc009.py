@@ -898,35 +898,49 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             )
 
 
+def _loops_of_passes(facts: ModuleFacts) -> Iterator[tuple[ScopeFacts, Loop, Event]]:
+    """Each loop of passes with the step after it: in one function, or in a function of this
+    module that a caller runs right before its step (`self.forward_backward(batch)`, a split
+    window), read in the function that holds the loop."""
+    for sf in facts.scopes:
+        for loop, step in sf.pass_loops():
+            yield sf, loop, step
+    holding = {id(sf.scope): sf for sf in facts.scopes}
+    for sf in facts.scopes:
+        for window in sf.called_windows():
+            callee = holding.get(id(window.callee.scope))
+            if callee is not None and window.callee.module is facts.analysed:
+                yield callee, window.loop, window.step
+
+
 def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight and run in a loop of micro-batches whose every pass runs
     backward, with the step once after the loop (`for batch in batch_steps: ... backward()` then
     `optimizer.step()`): however many passes there are, each all-reduces."""
     models = _ddp_models(facts)
-    for sf in facts.scopes:
-        stepped: set[int] = set()  # two loops of passes before one step make one window: one finding
-        for loop, step in sf.pass_loops():
-            if id(step) in stepped:
-                continue
-            used = _wrapped_models_in(loop, sf.scope, facts, models)
-            own = [e for e in sf.events if not _engine_backward(e, facts)]  # not `if ds: engine.backward(loss)`
-            backward = backward_each_pass(sf.scope, own, loop) if used else None
-            if backward is None or backward.call is None or id(backward.call) in reported:
-                continue
-            if backward.callee is not None and _helpers_manage_sync(backward, facts):
-                continue
-            if _reads_pinned(loop, sf.scope, facts):
-                continue
-            reported.add(id(backward.call))
-            stepped.add(id(step))
-            wrapping = _wrapping_of(used[0], sf.scope, facts)
-            yield Violation(
-                CODE,
-                f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this loop "
-                f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}"
-                f"{_others_too(used)}",
-                backward.call,
-            )
+    stepped: set[int] = set()  # two loops of passes before one step make one window: one finding
+    for sf, loop, step in _loops_of_passes(facts):
+        if id(step) in stepped:
+            continue
+        used = _wrapped_models_in(loop, sf.scope, facts, models)
+        own = [e for e in sf.events if not _engine_backward(e, facts)]  # not `if ds: engine.backward(loss)`
+        backward = backward_each_pass(sf.scope, own, loop) if used else None
+        if backward is None or backward.call is None or id(backward.call) in reported:
+            continue
+        if backward.callee is not None and _helpers_manage_sync(backward, facts):
+            continue
+        if _reads_pinned(loop, sf.scope, facts):
+            continue
+        reported.add(id(backward.call))
+        stepped.add(id(step))
+        wrapping = _wrapping_of(used[0], sf.scope, facts)
+        yield Violation(
+            CODE,
+            f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this loop "
+            f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}"
+            f"{_others_too(used)}",
+            backward.call,
+        )
 
 
 def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
@@ -943,6 +957,11 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                 if wrapping is None:
                     continue
                 for handoff in handoffs(site, value, resolver):
+                    split = _split_window_reading(sf, site, handoff)
+                    if split is not None and split.call is not None and id(split.call) not in reported:
+                        reported.add(id(split.call))
+                        yield _handed_finding(facts, site, value, wrapping, handoff, handoff.callee.scope, split, None)
+                        continue
                     for final, reader, backward in _loops_reached(handoff, facts):
                         assert backward.call is not None
                         if id(backward.call) in reported:
@@ -950,6 +969,19 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                         reported.add(id(backward.call))
                         via = handoff.readers[0].name if final is not handoff else None
                         yield _handed_finding(facts, site, value, wrapping, final, reader, backward, via)
+
+
+def _split_window_reading(sf: ScopeFacts, site: CallSite, handoff: Handoff) -> Optional[Event]:
+    """The first backward of the micro-batch loop that the called function runs with the handed
+    model, when this call and the step after it make a split window (`forward_backward(model,
+    batch, k)`, then `optimizer.step()`)."""
+    for window in sf.called_windows():
+        if window.call.call is not site.call or window.callee.scope is not handoff.callee.scope:
+            continue
+        scope = window.callee.scope
+        if any(o.name == handoff.name and window.loop.contains(o.stmt) for o in scope.occurrences):
+            return window.backwards[0]
+    return None
 
 
 def _arguments(call: ast.Call) -> list[ast.expr]:
