@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.snippets import findings, row
+from tests.snippets import findings
 
 SYNC_HELPER = '''
 import contextlib

@@ -7,7 +7,6 @@ is not followed."""
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 

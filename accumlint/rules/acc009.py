@@ -18,7 +18,7 @@ from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import class_like, dotted, int_value, is_true, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import class_like, dotted, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
