@@ -33,19 +33,6 @@ class CalledWindow:
         return f"its micro-batches run in `{self.callee.scope.name}()`, called from `{self.call.stmt.scope.name}`, line {line}, before the step"
 
 
-_CONDITIONAL = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.ExceptHandler, ast.match_case)
-
-
-def _ungated_in(stmt: Stmt, loop: Loop) -> bool:
-    """`stmt` runs on every iteration of `loop`: inside it, and no `if`, handler or inner loop
-    between them (a `with` or a `try:` body is no gate)."""
-    path = [node for node, _ in stmt.path]
-    if loop.node not in path:
-        return False
-    below = path[path.index(loop.node) + 1:]
-    return not any(isinstance(node, _CONDITIONAL) for node in below)
-
-
 def _micro_loop_in(callee: Callee) -> Optional[tuple[Loop, ast.expr, list[Event]]]:
     """The callee's one outermost loop over k micro-batches with a backward on each, when the
     callee never steps (then it runs a window of its own) and zeroes the gradients, if at all,
@@ -58,7 +45,7 @@ def _micro_loop_in(callee: Callee) -> Optional[tuple[Loop, ast.expr, list[Event]
     loop = outermost[0]
     if any(e.kind == ZERO and (e.stmt.loops or e.order > loop.header.order) for e in events):
         return None
-    if any(not (e.stmt.loops and e.stmt.loops[-1] is loop and _ungated_in(e.stmt, loop)) for e in backwards):
+    if any(not (e.stmt.loops and e.stmt.loops[-1] is loop and e.stmt.runs_whenever(loop.node)) for e in backwards):
         return None
     k = micro_batch_count(loop, backwards)
     return (loop, k, backwards) if k is not None else None
@@ -66,9 +53,7 @@ def _micro_loop_in(callee: Callee) -> Optional[tuple[Loop, ast.expr, list[Event]
 
 def _ungated(stmt: Stmt) -> bool:
     """`stmt` runs whenever its innermost loop's body runs (or its function's, outside loops)."""
-    if stmt.loops:
-        return _ungated_in(stmt, stmt.loops[-1])
-    return not any(isinstance(node, _CONDITIONAL) for node, _ in stmt.path)
+    return stmt.runs_whenever(stmt.loops[-1].node if stmt.loops else None)
 
 
 def called_windows(scope: Scope, events: list[Event], windows: list[Window], resolver: Resolver) -> list[CalledWindow]:
