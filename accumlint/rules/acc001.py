@@ -9,6 +9,7 @@ from accumlint import frameworks
 from accumlint.frameworks import ddp
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.accumulators import Applied
+from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import Scope
 from accumlint.analysis.dataflow import Scaling
 from accumlint.analysis.events import Event
@@ -98,13 +99,31 @@ def _one_micro_batch_survives(facts: ModuleFacts, sf, window: Window) -> bool:
     )
 
 
+def _left_to_others(event: Event, module: AnalysedModule) -> bool:
+    """A backward in another function that this rule does not judge: its tensor is not in sight,
+    its framework divides by k itself, or it hands the gradients back or overwrites them."""
+    return (
+        rescales_grads(event.stmt.scope) or framework_divides(event, module.roles) or ambiguous_tensor(event)
+        or event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS
+    )
+
+
+def _located(facts: ModuleFacts, module: AnalysedModule, message: str, event: Event, fix: Optional[Fix]) -> Optional[Violation]:
+    """The finding at a backward in a called function: with its fix in this module, in another
+    one at that module's file (where no fix is offered)."""
+    assert event.call is not None
+    if module is facts.analysed:
+        return Violation(CODE, message, event.call, fix)
+    if module.path is not None and module.source is not None:
+        return Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
+    return None
+
+
 def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
     for window, found in sf.helper_backwards():
         event, module = found.event, found.module
         zeroed = _one_micro_batch_survives(facts, sf, window)
-        if rescales_grads(event.stmt.scope) or framework_divides(event, module.roles) or ambiguous_tensor(event):
-            continue
-        if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS:
+        if _left_to_others(event, module):
             continue
         assert event.tensor is not None and event.call is not None
         scaling = module.flow.scaling(event.tensor, event.stmt, window.k_names)
@@ -120,44 +139,36 @@ def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:
         k_text = facts.source.segment(window.k)
         special = _no_division_helps(module.source or facts.source, scaling, k_text, found.path())
         message = special or _message(k_text, found.path(), zeroed)
-        if module is facts.analysed:
-            fix = None
-            if _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not window.reporting_gate and not zeroed and not special:
-                fix = _division_fix(facts.source, event, window.k, k_text)
-            yield Violation(CODE, message, event.call, fix)
-        elif module.path is not None and module.source is not None:
-            yield Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
+        fix = None
+        if module is facts.analysed and _k_means_the_same_in(k_text, sf.scope, event.stmt.scope) and not (
+            window.reporting_gate or zeroed or special
+        ):
+            fix = _division_fix(facts.source, event, window.k, k_text)
+        violation = _located(facts, module, message, event, fix)
+        if violation is not None:
+            yield violation
 
 
 def _in_called_windows(facts: ModuleFacts, sf) -> Iterator[Violation]:
     """A loop that steps after calling a function which runs k micro-batches' backward passes:
     each pass's loss must be divided by k there, in the callee's own terms."""
     for window in sf.called_windows():
-        if _own_comm_hook(facts):
-            return
         loop = window.step.stmt.loop
         body = [s for s in sf.scope.stmts if loop is None or loop.contains(s)]
-        if checking_test_loop(sf.scope, body, facts.analysed.path):
-            continue  # a test that runs the window and checks what it did
+        if rescales_grads(sf.scope) or checking_test_loop(sf.scope, body, facts.analysed.path):
+            continue  # the caller rescales the gradients, or a test runs the window and checks what it did
         module = window.callee.module
         for event in window.backwards:
-            if event.call is None or event.tensor is None or ambiguous_tensor(event) or framework_divides(event, module.roles):
-                continue
-            if event.framework in frameworks.GRAPH_FREE_FRAMEWORKS | frameworks.OVERWRITING_FRAMEWORKS:
-                continue
-            if rescales_grads(event.stmt.scope) or rescales_grads(sf.scope):
+            if event.call is None or event.tensor is None or _left_to_others(event, module):
                 continue
             scaling = module.flow.scaling(event.tensor, event.stmt, set(window.k_names))
             if scaling.unknown or scaling.scaled or scaling.counter is not None:
                 continue
-            source = module.source or facts.source
-            k_text = source.segment(window.k)
-            message = _message(k_text, window.path())
-            if module is facts.analysed:
-                fix = _division_fix(facts.source, event, window.k, k_text)
-                yield Violation(CODE, message, event.call, fix)
-            elif module.path is not None and module.source is not None:
-                yield Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
+            k_text = (module.source or facts.source).segment(window.k)
+            fix = _division_fix(facts.source, event, window.k, k_text) if module is facts.analysed else None
+            violation = _located(facts, module, _message(k_text, window.path()), event, fix)
+            if violation is not None:
+                yield violation
 
 
 def _accumulated_fix(facts: ModuleFacts, applied: Applied, k: ast.expr) -> Optional[Fix]:
@@ -256,14 +267,17 @@ def _own_comm_hook(facts: ModuleFacts) -> bool:
     """`model.register_comm_hook(state, scale_by_k(allreduce_hook))`: a DDP hook of the project's
     own runs on the gradients as they are reduced and may divide them by the accumulation steps,
     out of sight of the loop. torch's built-in hooks do not."""
-    for sf in facts.scopes:
-        for site in sf.scope.calls:
-            if method_of(site.call)[1] != ddp.REGISTER_COMM_HOOK:
-                continue
-            hook = site.call.args[-1] if site.call.args else keyword(site.call, "hook")
-            if hook is None or last_part(dotted(hook)) not in ddp.BUILTIN_COMM_HOOKS:
-                return True
-    return False
+    def find() -> bool:
+        for sf in facts.scopes:
+            for site in sf.scope.calls:
+                if method_of(site.call)[1] != ddp.REGISTER_COMM_HOOK:
+                    continue
+                hook = site.call.args[-1] if site.call.args else keyword(site.call, "hook")
+                if hook is None or last_part(dotted(hook)) not in ddp.BUILTIN_COMM_HOOKS:
+                    return True
+        return False
+
+    return facts.cached("acc001_own_comm_hook", find)
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
@@ -305,6 +319,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                 continue
             yield Violation(CODE, _message(k_text), event.call, _division_fix(src, event, window.k, k_text))
         yield from _in_helpers(facts, sf)
+    if any(sf.called_windows() for sf in facts.scopes) and _own_comm_hook(facts):
+        return
     reported: set[int] = set()  # a function called from two loops is reported once
     for sf in facts.scopes:
         for violation in _in_called_windows(facts, sf):
