@@ -1531,10 +1531,7 @@ def _keyed(subscript: ast.Subscript) -> bool:
 
 _RECURRENT_HINTS = ("rnn", "lstm", "gru", "cell")
 # What a model's own methods return: parameters, modes, state; no forward pass.
-_MODEL_HOUSEKEEPING = {
-    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
-    "state_dict", "load_state_dict", "eval", "train", "to", "cuda", "cpu", "zero_grad", "apply", "requires_grad_",
-}
+_MODEL_HOUSEKEEPING = torch_core.MODULE_ONLY_METHODS | {"to", "cuda", "cpu", "zero_grad", "requires_grad_"}
 
 
 def iterated_element(iterable: ast.expr, index: tuple[int, ...]) -> Optional[ast.expr]:

@@ -16,6 +16,12 @@ OPTIMIZER_FACTORIES = frozenset({
     "create_optimizer", "get_optimizer", "build_optimizer", "configure_optimizers", "optimizers",
 })
 CLIP_FUNCTIONS = frozenset({"clip_grad_norm_", "clip_grad_value_", "clip_grad_norm"})
+# Methods of `nn.Module` that no tensor has: what they are called on holds modules, and what they
+# return (parameters, submodules, state, the module itself) comes from no forward pass.
+MODULE_ONLY_METHODS = frozenset({
+    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
+    "named_children", "state_dict", "load_state_dict", "train", "eval", "apply",
+})
 # A clip limit at or above this only measures the norm (`clip_grad_norm_(params, 1e9)` for a log):
 # read the same way by the static ACC015 and by `accumlint run`.
 MEASURING_CLIP_LIMIT = 1e6

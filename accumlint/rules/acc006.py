@@ -18,6 +18,7 @@ from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
 from accumlint.analysis.reach import Reached, reached
+from accumlint.frameworks import torch_core
 from accumlint.model import Fix, Violation
 from accumlint.rules.common import checking_test_loop, place_in
 from accumlint.rules.edits import remove_keyword
@@ -220,13 +221,6 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
     return None
 
 
-# Methods only a module has (a tensor has none of them): what they are called on holds modules.
-_MODULE_METHODS = frozenset({
-    "parameters", "named_parameters", "buffers", "named_buffers", "modules", "named_modules", "children",
-    "named_children", "state_dict", "load_state_dict", "train", "eval", "apply",
-})
-
-
 def _holds_modules(name: str, scope: Scope) -> bool:
     """`model = build_model()` then `model.disc.parameters()` handed to an optimizer: `model`
     holds modules (a dict or namespace of them from a factory out of sight), no shared tensor."""
@@ -234,7 +228,7 @@ def _holds_modules(name: str, scope: Scope) -> bool:
     for seen in scope.sight():
         for site in seen.calls:
             func = site.call.func
-            if not isinstance(func, ast.Attribute) or func.attr not in _MODULE_METHODS:
+            if not isinstance(func, ast.Attribute) or func.attr not in torch_core.MODULE_ONLY_METHODS:
                 continue
             owner = dotted(func.value)
             if owner is not None and (owner == name or owner.startswith(prefix)):
