@@ -54,6 +54,9 @@ class Window:
     skips: list[Stmt] = field(default_factory=list)  # `if not boundary: continue` headers
     # "callee" form: the caller's expression that the callee tests (`update_grad=(i + 1) % k == 0`)
     passed_test: Optional[ast.expr] = None
+    # "callee" form: the callee's whole test read at the call, its parameters replaced by the
+    # call's arguments (a copy that mixes two sources' positions: read it with ast.unparse)
+    bound_test: Optional[ast.expr] = None
     # steps in the micro-loop outside every step block (an extra update in an inner `while`)
     other_steps: list[Event] = field(default_factory=list)
     # backward statements on both branches of the gate (`if boundary: backward; step` / `else:
@@ -725,15 +728,15 @@ def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
         steps = [e for e in callee.module.direct.get(id(scope), []) if e.kind == STEP]
     if not steps or any(not loop_.entry for e in steps for loop_ in e.stmt.loops):
         return None  # it steps through deeper calls, or in a loop of its own
-    tests: list[tuple[GateTest, Optional[ast.expr]]] = []
+    tests: list[tuple[GateTest, Optional[ast.expr], Optional[ast.expr]]] = []
     for inner in steps:
         found = _enclosing_gate(inner.stmt, scope, call, callee, loop.scope, step.order)
         if found is None:
             return None  # some step runs on every call
         tests.append(found)
-    if len({ast.dump(t.k) for t, _ in tests}) != 1:
+    if len({ast.dump(t.k) for t, _, _ in tests}) != 1:
         return None
-    test, passed_test = tests[0]
+    test, bound_test, passed_test = tests[0]
     own_class, loop_class = enclosing_class(scope), enclosing_class(loop.scope)
     same_self = own_class is not None and loop_class is not None and own_class.class_node is loop_class.class_node
     passed = {n for arg in (*call.args, *(kw.value for kw in call.keywords)) for n in names_in(arg)}
@@ -750,7 +753,7 @@ def _callee_gate(step: Event, loop: Loop) -> Optional[Window]:
                 if not (same_self and _made_from_self(name, scope)):
                     return None  # the callee's own local, or a global of another module
     window = Window("callee", loop, loop, test.k, set(), step, None, None, test, None)
-    window.passed_test = passed_test
+    window.passed_test, window.bound_test = passed_test, bound_test
     return window
 
 
@@ -789,16 +792,18 @@ def _made_from_self(name: str, scope: Scope) -> bool:
 
 def _enclosing_gate(
     stmt: Stmt, scope: Scope, call: ast.Call, callee: Callee, caller: Scope, at: int
-) -> Optional[tuple[GateTest, Optional[ast.expr]]]:
+) -> Optional[tuple[GateTest, Optional[ast.expr], Optional[ast.expr]]]:
     """The window test of the innermost `if` around `stmt` whose branch holds it at the boundary,
-    read at the call: (test, the caller's own expression when the whole test is an argument the
-    call passes, like `update_grad=(i + 1) % k == 0`)."""
+    read at the call: (test, the whole `if` test read at the call when it parses there, the
+    caller's own expression when the whole test is an argument the call passes, like
+    `update_grad=(i + 1) % k == 0`)."""
     arguments = [*call.args, *(kw.value for kw in call.keywords)]
     for node, branch in reversed(stmt.path):
         if not isinstance(node, ast.If):
             continue
         bound = bind_arguments(call, callee, node.test)
         test = parse_gate(bound, caller, at) if bound is not None else None
+        parsed_at_call = test is not None
         passed = bound if test is not None and any(bound is arg for arg in arguments) else None
         if test is None:
             header = scope.header_of(node)
@@ -807,7 +812,7 @@ def _enclosing_gate(
                 k, counter = bind_arguments(call, callee, inside.k), bind_arguments(call, callee, inside.counter)
                 test = replace(inside, k=k, counter=counter) if k is not None and counter is not None else None
         if test is not None and test.positive == (branch == "body"):
-            return test, passed
+            return test, bound if passed is None and parsed_at_call else None, passed
     return None
 
 

@@ -464,7 +464,8 @@ def _step_text(window: Window, module: AnalysedModule) -> str:
     assert module.source is not None
     if call is None:
         return "the optimizer step"
-    if chosen is not None and chosen.helper is not None:
+    named_step = isinstance(call.func, ast.Attribute) and call.func.attr == "step"
+    if chosen is not None and chosen.helper is not None and not named_step:
         # `loss_scaler(loss, opt, update_grad=...)` runs its backward every time: only its step is held
         return f"the optimizer step inside `{module.source.segment(call.func)}()`"
     return f"`{module.source.segment(call.func)}()`"
@@ -726,7 +727,7 @@ def _dropped_window(
         # a count since the last step: whether it carries into the next epoch depends on where it
         # is reset, so only what the epoch does to the gradients in between is read
         return wiped
-    if window.form == "callee" and window.passed_test is None:
+    if window.form == "callee" and window.passed_test is None and window.bound_test is None:
         return None  # the test is the called function's own: its counter is not the loop's in sight
     if window.reporting_gate:
         return None  # a logging frequency holds the step: a misplaced step block (ACC001/ACC012), no window
@@ -743,16 +744,23 @@ def _dropped_window(
         return None
     counter, start, sized = counted
     restarted = _restarted_count(window)
-    if (counter not in names_in(window.test.counter) and restarted is None) or _flushed_after(window, events):
+    if (not names_in(window.test.counter) & _counter_names(window, counter) and restarted is None) \
+            or _flushed_after(window, events):
         return None
     if _discarded_after(window, events) or _cut_by_count(window, counter) or _sized_in_steps(sized, scope):
         return None
-    k_text = source.segment(window.k)
-    fix = None
     gate = window.gate
-    tested = gate.test if gate is not None else window.passed_test  # the caller's text of the test
+    # the caller's text of the test, or the step method's own test read at the call
+    tested = gate.test if gate is not None else window.passed_test or window.bound_test
     if tested is None:
         return None
+    read_at_call = tested is window.bound_test
+    called = window.step.call
+    if read_at_call and called is None:
+        return None
+    k_text = ast.unparse(window.k) if read_at_call else source.segment(window.k)
+    tested_text = ast.unparse(tested) if read_at_call else source.segment(tested)
+    fix = None
     off_by_one = _off_by_one(window, start, tested)
     stepped = _step_text(window, module)
     short = window.test.short_epoch_clause
@@ -775,13 +783,13 @@ def _dropped_window(
             fix = Fix(f"Step at the end of each window and of the data: `{boundary} or {end}`", "safe", (edit,))
     if hand is not None and not off_by_one:
         message = (
-            f"the step is gated on `{source.segment(tested)}`, a count of the epoch's batches that starts again "
+            f"the step is gated on `{tested_text}`, a count of the epoch's batches that starts again "
             f"from 0 with each epoch, with no end-of-data clause and no step after the loop: the last "
             f"len % {k_text} batches of each epoch never reach {stepped} in their epoch{_leftover(window, events)}"
         )
     elif restarted is not None:
         message = (
-            f"the step is gated on `{source.segment(tested)}`, a count set to 0 before the loop and again at "
+            f"the step is gated on `{tested_text}`, a count set to 0 before the loop and again at "
             f"each step, with no end-of-data clause and no step after the loop: the last len % {k_text} "
             f"batches of each epoch never reach {stepped} in their epoch{_leftover(window, events)}"
         )
@@ -792,7 +800,7 @@ def _dropped_window(
             else "it fires after the first batch alone (a one-batch first window)"
         )
         message = (
-            f"the step is gated on `{source.segment(tested)}` with `{counter}` counted from 0: "
+            f"the step is gated on `{tested_text}` with `{counter}` counted from 0: "
             f"{first}, and the last "
             f"(len - 1) % {k_text} batches of each epoch never reach {stepped} in their epoch"
             f"{_leftover(window, events)}"
@@ -808,13 +816,39 @@ def _dropped_window(
             f"fires only when an epoch is shorter than one window: for longer epochs the last "
             f"len % {k_text} batches never reach {stepped} in their epoch{_leftover(window, events)}"
         )
+    elif read_at_call and called is not None:
+        message = (
+            f"`{source.segment(called.func)}()` steps only when `{tested_text}`, with no end-of-data "
+            f"clause and no step after the loop: the last len % {k_text} batches of each epoch never reach "
+            f"the optimizer step in their epoch{_leftover(window, events)}"
+        )
     else:
         message = (
             f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
             f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
             f"{_leftover(window, events)}"
         )
-    return message, gate if gate is not None else tested, fix
+    node: ast.AST = called if read_at_call and called is not None else gate if gate is not None else tested
+    return message, node, fix
+
+
+def _counter_names(window: Window, counter: str) -> set[str]:
+    """The loop's counter; for a step method's own test also `self.batch_idx` when the loop body
+    sets `self.batch_idx = batch_idx` on every iteration before the call."""
+    names = {counter}
+    node = window.micro_loop.node
+    if window.form != "callee" or not isinstance(node, FOR_LOOPS):
+        return names
+    call_line = getattr(window.step.stmt.node, "lineno", 0)
+    for stmt in node.body:
+        if stmt.lineno >= call_line:
+            break
+        if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.value, ast.Name) \
+                and stmt.value.id == counter:
+            target = dotted(stmt.targets[0])
+            if target is not None and target.startswith("self."):
+                names.add(target)
+    return names
 
 
 def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
