@@ -27,6 +27,16 @@ def backward_ancestry(scope: Scope, events: list[Event], only=None) -> set[str]:
     return found
 
 
+def ancestry_through_outputs(scope: Scope, events: list[Event]) -> set[str]:
+    """Names read on the way to the backward events' tensors, through the output a field is read
+    from (`loss = outputs.loss` reaches `outputs = model(x, memory=memory)` and so `memory`)."""
+    found: set[str] = set()
+    for event in events:
+        if event.kind == BACKWARD:
+            found |= set(ancestry_definitions(scope, event, into_outputs=True))
+    return found
+
+
 def forget_ancestry() -> None:
     _MEMO.clear()
 

@@ -823,6 +823,9 @@ class DataFlow:
             if base is None:
                 if self._numeric_module(name):
                     return False
+                field = self._field_carries(expr, at, depth) if isinstance(expr, ast.Attribute) else None
+                if field is not None:
+                    return field
                 return isinstance(expr, ast.Attribute) and self.carries_graph(expr.value, at, depth + 1)
             if self._definition_carries(base, depth):
                 return True
@@ -916,7 +919,10 @@ class DataFlow:
         if isinstance(base.value, ast.Dict):
             displays = [(base.value, base.stmt, self)]
         elif isinstance(base.value, ast.Call):
-            callee = self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
+            callee = (
+                self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
+                or self._model_method(base.value, base.stmt)
+            )
             if callee is None or not callee.scope.returns:
                 return None
             displays = [(value, stmt, callee.module.flow) for value, stmt in callee.scope.returns]
@@ -1075,19 +1081,36 @@ class DataFlow:
             # may be floats) and a state the call is handed back (`out, hidden = model(x, hidden)`).
             if element is None or element.index[:1] in {(0,), ()}:
                 return True
+            read = self._model_element_reading(call, at, depth, element.index)
+            if read is not None:
+                return read  # the project's forward is in sight: what it returns there
             fed_back = any(element.name in names_in(arg) for arg in [*call.args, *(kw.value for kw in call.keywords)])
-            return fed_back or any(hint in last_part(func).lower() for hint in _RECURRENT_HINTS) or (
-                self._model_element_carries(call, at, depth, element.index)
-            )
+            return fed_back or any(hint in last_part(func).lower() for hint in _RECURRENT_HINTS)
         values = [*call.args, *(kw.value for kw in call.keywords)]
         if receiver is not None:
             values.append(receiver)
         return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
 
-    def _model_element_carries(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...]) -> bool:
+    def _model_element_reading(self, call: ast.Call, at: Stmt, depth: int, index: tuple[int, ...]) -> Optional[bool]:
         """`out, dist = model(x)` (or `model.forward_boosting(x)`) with `model` an instance of a
-        project module whose method returns `out, dist`, and `dist` is shown to hold a graph there
-        (computed from `out`, a buffer filled with losses)."""
+        project module whose method returns `out, dist`: whether `dist` is shown to hold a graph
+        there (computed from `out`, a buffer filled with losses; not `h.detach()`); None when that
+        method or its returned tuples are out of sight."""
+        callee = self._model_method(call, at)
+        if callee is None:
+            return None
+        flow = callee.module.flow
+        returned = returned_elements(callee.scope, index)
+        if not returned:
+            return None
+        return any(
+            not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1)
+            for value, stmt in returned
+        )
+
+    def _model_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+        """The project method a model call runs: `model(x)` its class's `forward`, `model.encode(x)`
+        that method."""
         func = call.func
         owner, method = (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "forward")
         name = dotted(owner)
@@ -1095,11 +1118,41 @@ class DataFlow:
         callee = self.class_method(cls, method, at.scope) if cls is not None else None
         if callee is None and method == "forward":
             callee = self._module_forward(call, at)
-        if callee is None:
-            return False
-        flow = callee.module.flow
-        returned = returned_elements(callee.scope, index) or []
-        return any(not stmt.no_grad and flow.carries_graph(value, stmt, depth + 1) for value, stmt in returned)
+        return callee
+
+    def output_field_reading(self, expr: ast.expr, at: Stmt) -> Optional[bool]:
+        """`outputs.memory` or `outputs["memory"]` of a local output: whether the project code that
+        builds it shows a graph in that field; None when it is out of sight (a library model, a
+        model handed in)."""
+        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
+            return self._field_carries(expr, at, 0)
+        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+            return self._slot_carries(expr, at, 0)
+        return None
+
+    def _field_carries(self, expr: ast.Attribute, at: Stmt, depth: int) -> Optional[bool]:
+        """`outputs.memory` where `outputs = model(x)` and the project's forward returns an object
+        built with that field (`return Output(loss=..., memory=h.detach())`): what the field
+        holds; None when the code does not show it."""
+        name = dotted(expr.value)
+        if name is None:
+            return None
+        base, updates = reaching(name, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or base.stmt.no_grad or not isinstance(base.value, ast.Call):
+            return None
+        callee = self._model_method(base.value, base.stmt)
+        if callee is None or not callee.scope.returns:
+            return None
+        found = []
+        for built, stmt in callee.scope.returns:
+            values = [kw.value for kw in built.keywords if kw.arg == expr.attr] if isinstance(built, ast.Call) else []
+            if len(values) != 1:
+                return None
+            found.append(
+                not stmt.no_grad and not _from_walked_layers(values[0], stmt.scope)
+                and callee.module.flow.carries_graph(values[0], stmt, depth + 1)
+            )
+        return any(found)
 
     def _names_a_model(self, name: Optional[str], at: Stmt) -> bool:
         """`self.model.head`, `rnn` with `rnn = nn.GRU(...)`: the name, or an object it is reached
@@ -1313,6 +1366,28 @@ def _passed_through(value: ast.expr, params: set[str], stmt: Stmt) -> bool:
         return False
     base, _ = reaching(value.id, stmt.scope, stmt.order, stmt)
     return base is None or base.kind == "param"
+
+
+def _from_walked_layers(value: ast.expr, scope: Scope, depth: int = 0) -> bool:
+    """A forward's value that comes from calls of a loop's own target (`for layer in self.layers:
+    outs = layer(x, memory)`, then `memory = outs[-2]`): each layer may detach what it hands back
+    (memory transformers do), so whether it holds a graph is out of sight."""
+    while isinstance(value, (ast.Subscript, ast.Attribute, ast.Starred)):
+        value = value.value
+    if depth > 3 or not isinstance(value, ast.Name):
+        return False
+    targets = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
+    for definition in scope.definitions(value.id):
+        made = definition.value
+        while isinstance(made, (ast.Subscript, ast.Attribute)):
+            made = made.value
+        if definition.kind not in {"assign", "unpack"} or made is None:
+            continue
+        if isinstance(made, ast.Call) and dotted(made.func) in targets:
+            return True
+        if isinstance(made, ast.Name) and _from_walked_layers(made, scope, depth + 1):
+            return True
+    return False
 
 
 def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tuple[ast.expr, Stmt]]]:

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.ancestry import backward_ancestry
+from accumlint.analysis.ancestry import ancestry_through_outputs, backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
@@ -100,7 +100,7 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
     for occurrence in scope.occurrences:
         if loop.contains(occurrence.stmt) and occurrence.name not in first:
             first[occurrence.name] = occurrence
-    loop_graph = backward_ancestry(scope, events, only=lambda e: loop.contains(e.stmt) and not e.helper)
+    loop_graph = ancestry_through_outputs(scope, [e for e in events if loop.contains(e.stmt) and not e.helper])
     backward_stmts = {id(e.stmt) for e in events if e.kind == BACKWARD and loop.contains(e.stmt)}
     last_backward = max(e.order for e in events if e.kind == BACKWARD and loop.contains(e.stmt))
     for name, occurrence in first.items():
@@ -123,9 +123,23 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
         deciding = after[-1:] if after else inside
         if any(_made_by_layers_out_of_sight(d, facts) for d in deciding):
             continue  # what the project's forward hands back is not known: silent
+        if any(_field_out_of_sight(d, facts) for d in deciding):
+            continue  # `memory = outputs.memory` of a model whose forward is not in sight: it may detach
         if all(facts.flow._definition_carries(d, 0) for d in deciding):
             carried[name] = inside
     return carried
+
+
+def _field_out_of_sight(definition: Definition, facts) -> bool:
+    """`memory = outputs.memory` (or `outputs["memory"]`) where the code that builds `outputs` is
+    not in sight: memory models often hand their state back detached (Transformer-XL's `mems`),
+    so only a project forward that shows the field holding a graph counts."""
+    value = definition.value
+    if definition.kind != "assign" or not isinstance(value, (ast.Attribute, ast.Subscript)):
+        return False
+    if not isinstance(value.value, ast.Name) or isinstance(value, ast.Subscript) and not isinstance(value.slice, ast.Constant):
+        return False
+    return facts.flow.output_field_reading(value, definition.stmt) is not True
 
 
 def _made_by_layers_out_of_sight(definition: Definition, facts) -> bool:
