@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, int_value, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import dotted, int_value, is_constant, last_part, method_of, names_in, walk
 from accumlint.frameworks import Role
 
 if TYPE_CHECKING:
@@ -49,13 +49,27 @@ def _fresh(value: Optional[ast.expr], name: str) -> bool:
     return value is not None and (isinstance(value, _DISPLAYS) or name not in names_in(value))
 
 
+def _only_while_unset(stmt: Stmt, name: str) -> bool:
+    """`if preds is None: preds = out` (then `preds = torch.cat((preds, out))`): the first value
+    of a store that starts out empty, not a restart of one that holds something."""
+    for node, branch in stmt.path:
+        test = node.test if isinstance(node, ast.If) else None
+        if (
+            branch == "body" and isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Is)
+            and dotted(test.left) == name and is_constant(test.comparators[0], None)
+        ):
+            return True
+    return False
+
+
 def resets(scope: Scope, name: str, within: Optional[Loop] = None) -> Iterator[Stmt]:
     """Statements that start `name` anew (`total = 0`, `losses = []`, `losses.clear()`,
     `del losses[:]`), optionally only those inside `within`."""
     for definition in scope.definitions(name):
         if within is not None and not within.contains(definition.stmt):
             continue
-        if definition.kind in {"assign", "unpack"} and _fresh(definition.bound_value(), name):
+        if definition.kind in {"assign", "unpack"} and _fresh(definition.bound_value(), name) \
+                and not _only_while_unset(definition.stmt, name):
             yield definition.stmt  # `total = 0`, or `logs, sizes = [], []`
         elif definition.kind == "inplace" and definition.op in _CLEARING:
             yield definition.stmt

@@ -58,6 +58,11 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
                         yield name, value.right, definition.stmt
                     elif _old_value_in(value.right, name):
                         yield name, value.left, definition.stmt
+                else:
+                    # `preds = out if preds is None else torch.cat((preds, out))`: either branch
+                    branches = [value.body, value.orelse] if isinstance(value, ast.IfExp) else [value]
+                    for part in (p for branch in branches for p in _concatenated_onto(branch, name)):
+                        yield name, part, definition.stmt
     for stmt in scope.stmts:
         node = stmt.node
         if not stmt.is_statement or not keep(stmt):
@@ -84,6 +89,20 @@ def _accumulations(scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt]]:
             args = [a for a in site.call.args if not isinstance(a, ast.Starred)]
             if len(args) > value_index:
                 yield holder, args[value_index], site.stmt
+
+
+_CONCATENATING = {"cat", "concat", "concatenate", "vstack", "hstack", "row_stack", "column_stack"}
+
+
+def _concatenated_onto(value: ast.expr, name: str) -> list[ast.expr]:
+    """`preds = torch.cat((preds, out))`: the list the tensor is rebuilt from holds its old value
+    and what is added to it (the parts returned)."""
+    if not isinstance(value, ast.Call) or last_part(dotted(value.func) or "") not in _CONCATENATING or not value.args:
+        return []
+    parts = value.args[0]
+    if not isinstance(parts, (ast.Tuple, ast.List)) or not any(_old_value_in(p, name) for p in parts.elts):
+        return []
+    return [p for p in parts.elts if not _old_value_in(p, name) and not isinstance(p, ast.Starred)]
 
 
 # Calls whose result holds no graph: methods (`x.float()` keeps it; `x.int()` cannot carry one)
