@@ -11,6 +11,7 @@ from accumlint.analysis.exprs import data_names_in
 
 
 _MEMO: dict[int, tuple[Event, frozenset[str]]] = {}
+_THROUGH_OUTPUTS: dict[int, tuple[Event, frozenset[str]]] = {}
 
 
 def backward_ancestry(scope: Scope, events: list[Event], only=None) -> set[str]:
@@ -32,13 +33,19 @@ def ancestry_through_outputs(scope: Scope, events: list[Event]) -> set[str]:
     from (`loss = outputs.loss` reaches `outputs = model(x, memory=memory)` and so `memory`)."""
     found: set[str] = set()
     for event in events:
-        if event.kind == BACKWARD:
-            found |= set(ancestry_definitions(scope, event, into_outputs=True))
+        if event.kind != BACKWARD or event.tensor is None:
+            continue
+        memo = _THROUGH_OUTPUTS.get(id(event))
+        if memo is None or memo[0] is not event:
+            memo = (event, frozenset(ancestry_definitions(scope, event, into_outputs=True)))
+            _THROUGH_OUTPUTS[id(event)] = memo
+        found |= memo[1]
     return found
 
 
 def forget_ancestry() -> None:
     _MEMO.clear()
+    _THROUGH_OUTPUTS.clear()
 
 
 def _ancestry_of(scope: Scope, event: Event) -> set[str]:

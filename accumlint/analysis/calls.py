@@ -10,7 +10,7 @@ import copy
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Iterator, Optional, Union, cast
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_constant, is_string, keyword, last_part, positional
@@ -643,6 +643,15 @@ class Resolver:
         """The library's dotted name behind a name taken from a project module that only imports
         it (`ext_dist.DDP`, where `extend_distributed` does `from torch.nn.parallel import
         DistributedDataParallel as DDP`): `torch.nn.parallel.DistributedDataParallel`."""
+        memo = cast(
+            "dict[tuple[str, int], Optional[str]]", self.module.collected.memo.setdefault("resolver.library_names", {})
+        )
+        key = (name, depth)
+        if key not in memo:
+            memo[key] = self._library_name(name, depth)
+        return memo[key]
+
+    def _library_name(self, name: str, depth: int) -> Optional[str]:
         found = self._local_origin(name)
         if found is None or depth > _MAX_DEPTH or self.module.index is None:
             return None

@@ -861,9 +861,10 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
     resolver = facts.analysed.resolver
     seen: set[int] = set()
     for sf in facts.scopes:
+        known: dict[str, bool] = {}  # one answer per argument text in a function (most repeat)
         for site in sf.scope.calls:
             if not any(
-                _project_object(argument, sf.scope, resolver)
+                _project_object(argument, sf.scope, resolver, known)
                 for argument in [*site.call.args, *(kw.value for kw in site.call.keywords)]
             ):
                 continue  # no project object handed over: the callee reads as its own module reads it
@@ -892,13 +893,23 @@ def _handed_over(facts: ModuleFacts) -> Iterator[Violation]:
                 )
 
 
-def _project_object(argument: ast.expr, scope: Scope, resolver: Resolver) -> bool:
+def _project_object(argument: ast.expr, scope: Scope, resolver: Resolver, known: dict[str, bool]) -> bool:
     """An argument that is an object of a project class: built in the call (`Scaler()`), or a
     name built by a call in sight (`loss_scaler = NativeScaler()`)."""
     if isinstance(argument, ast.Call):
-        return class_like(dotted(argument.func)) and resolver.built_class(argument, scope) is not None
+        built = dotted(argument.func)
+        if not class_like(built) or built is None:
+            return False
+        key = built + "()"
+        if key not in known:
+            known[key] = resolver.built_class(argument, scope) is not None
+        return known[key]
     name = dotted(argument)
-    return name is not None and _made_by_a_call(name, scope) and resolver.instance_class(name, scope) is not None
+    if name is None:
+        return False
+    if name not in known:
+        known[name] = _made_by_a_call(name, scope) and resolver.instance_class(name, scope) is not None
+    return known[name]
 
 
 def _made_by_a_call(name: str, scope: Scope) -> bool:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Iterable, Iterator, Optional
+from typing import Iterable, Iterator, Optional, cast
 
 import ast
 import re
@@ -466,12 +466,16 @@ def _builds_wrapper(value: Optional[ast.expr], module: AnalysedModule) -> bool:
     here or imported from another module of the project)."""
     if not isinstance(value, ast.Call):
         return False
-    if _library_wrapper(value, module.roles):
-        return True
     name = dotted(value.func)
-    return name is not None and class_like(last_part(name)) and any(
-        last_part(base) in ddp.WRAPPERS for base in module.resolver.class_library_bases(name)
-    )
+    if name is None:
+        return _library_wrapper(value, module.roles)
+    # decided by the called name alone: asked for every call-made definition, worked out once per name
+    memo = cast("dict[str, bool]", module.collected.memo.setdefault("acc009.wrapper_names", {}))
+    if name not in memo:
+        memo[name] = _library_wrapper(value, module.roles) or class_like(last_part(name)) and any(
+            last_part(base) in ddp.WRAPPERS for base in module.resolver.class_library_bases(name)
+        )
+    return bool(memo[name])
 
 
 def _wraps(
