@@ -145,3 +145,45 @@ def test_the_model_in_another_module(tmp_path: Path) -> None:
     model.write_text(MODEL.replace("RETURNED", "Output(loss=h.pow(2).mean(), memory=h)"))
     [finding] = findings_of(train.read_bytes(), "ACC003", path=str(train))
     assert finding.filename.endswith("train.py")
+
+
+DATA_REFRESHED = """
+import torch
+from dataclasses import dataclass
+
+
+@dataclass
+class TrainState:
+    step: int
+    scale: float
+    loader_state: object
+
+
+def refresh(loader):
+    state = loader.get_state()
+    rebuilt = state.build()
+    return state, rebuilt, rebuilt.create_iter()
+
+
+def train(model, make_loader, optimizer, args, preempted):
+    loader = make_loader()
+    train_state = TrainState(step=0, scale=1.0, loader_state=loader.get_state())
+    batch_iterator = loader.create_iter()
+    while train_state.step < args.steps:
+        batch = next(batch_iterator)
+        x = torch.from_numpy(batch.x)
+        loss = model(x).mean() / train_state.scale
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+        train_state.step += 1
+        if preempted():
+            train_state.loader_state, loader, batch_iterator = refresh(loader)
+"""
+
+
+def test_a_data_iterator_refreshed_in_the_loop_is_no_state() -> None:
+    # `batch.x` is drawn from the data (`next(batch_iterator)`) and `train_state.scale` is a field
+    # of an object built from values: neither leads back to a forward, so the iterator and the
+    # loader it is rebuilt from are data, not a carried state.
+    assert findings_of(DATA_REFRESHED, "ACC003") == []

@@ -7,7 +7,7 @@ import ast
 from accumlint.analysis.collect import Definition, Scope
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.exprs import data_names_in
+from accumlint.analysis.exprs import class_like, data_names_in, dotted, last_part
 
 
 _MEMO: dict[int, tuple[Event, frozenset[str]]] = {}
@@ -69,7 +69,7 @@ def ancestry_definitions(scope: Scope, event: Event, into_outputs: bool = False)
         seen.add((name, before))
         base, updates = reaching(name, scope, before)
         root = name.split(".")[0]
-        if into_outputs and base is None and not updates and root not in {name, "self"} and scope.definitions(root):
+        if into_outputs and base is None and not updates and root not in {name, "self"} and _an_output(root, scope):
             pending.append((root, before))
             continue
         reached = found.setdefault(name, [])
@@ -82,3 +82,19 @@ def ancestry_definitions(scope: Scope, event: Event, into_outputs: bool = False)
                 # `with amp.scale_loss(loss, optimizer) as scaled_loss:` runs backward through `loss`
                 pending.extend((n, definition.order) for n in data_names_in(definition.value.args[0]))
     return found
+
+
+def _an_output(name: str, scope: Scope) -> bool:
+    """`outs` of `outs.logits` is made by calls (a model's forward, a loss helper), not drawn from
+    the data (`batch = next(batch_iterator)`, `for batch in loader:`) nor an object built from
+    values (`state = TrainState(step=0, ...)`, read for `state.scale`): only then is its field
+    traced back to it."""
+    definitions = scope.definitions(name)
+    return bool(definitions) and all(
+        d.kind in {"assign", "unpack"} and isinstance(d.value, ast.Call)
+        and dotted(d.value.func) not in _DRAWING and not class_like(last_part(dotted(d.value.func)))
+        for d in definitions
+    )
+
+
+_DRAWING = {"next", "iter"}
