@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
-from accumlint.analysis.exprs import dotted, int_value, is_string, method_of, names_in, ordered, plus_constant, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_constant, is_string, method_of, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
 
 
@@ -629,7 +629,8 @@ def _gate_for(
         header = scope.header_of(node)
         if header is None:
             continue
-        test = parse_gate(node.test, scope, header.order, helpers=helpers) or _counter_gate(node, loop)
+        test = parse_gate(node.test, scope, header.order, helpers=helpers) or _counter_gate(node, loop) \
+            or _modular_counter_gate(node, loop)
         if test is None:
             continue
         if test.positive != (branch == "body"):
@@ -837,6 +838,41 @@ def _counter_gate(gate: ast.If, loop: Loop) -> Optional[GateTest]:
         elif definition.kind == "assign" and int_value(definition.value) == 0 and definition.stmt.within(gate, "body"):
             reset = True
     return GateTest(k, counter, True, False, hand_counted=True) if counted and reset else None
+
+
+def _modular_counter_gate(gate: ast.If, loop: Loop) -> Optional[GateTest]:
+    """`c = (c + 1) % k` every micro-step (or `c += 1` then `c = c % k`, `c %= k`) and `if c == 0:`
+    holding the step: a window of k counted by hand, kept in range instead of reset."""
+    test = gate.test
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    sides = [test.left, test.comparators[0]]
+    zero = [side for side in sides if is_constant(side, 0)]
+    counters = [side for side in sides if dotted(side) is not None]
+    if len(zero) != 1 or len(counters) != 1:
+        return None
+    counter = counters[0]
+    name = dotted(counter)
+    assert name is not None
+    k: Optional[ast.expr] = None
+    counted = False
+    for definition in loop.scope.definitions(name):
+        if not loop.contains(definition.stmt) or definition.stmt.within(gate) or definition.value is None:
+            continue
+        value = definition.value
+        if definition.kind == "assign" and isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod) \
+                and name in names_in(value.left):
+            k = value.right
+            base, added = plus_constant(value.left)
+            counted = counted or (added == 1 and dotted(base) == name)
+        elif definition.kind == "aug" and definition.op == "ModuloAssign":
+            k = value
+        elif definition.kind == "aug" and definition.op == "AddAssign" and int_value(value) == 1:
+            counted = True
+    size = int_value(k) if k is not None else None
+    if k is None or not counted or (size is not None and size <= 1) or isinstance(k, ast.Constant) and size is None:
+        return None
+    return GateTest(k, counter, True, False, hand_counted=True)
 
 
 def _carries_state(loop: Loop) -> bool:
