@@ -50,7 +50,13 @@ _REPORTING_CALL_WORDS = frozenset({
 
 def _accumulation_name(name: str) -> bool:
     last = name.rsplit(".", 1)[-1].lower()
-    return "accum" in last and not any(word in last for word in _NOT_K_WORDS)
+    if "accum" in last:
+        return not any(word in last for word in _NOT_K_WORDS)
+    # `grad_acc_step`, `gradient_acc_steps`: "acc" beside "grad" counts accumulation, not accuracy
+    tokens = set(last.split("_"))
+    return "acc" in tokens and bool(tokens & {"grad", "gradient"}) and not any(
+        word in last for word in _NOT_K_WORDS if word != "acc_"
+    )
 
 
 def _subscript_key(value: Optional[ast.expr]) -> bool:
