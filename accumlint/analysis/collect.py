@@ -50,6 +50,7 @@ class Scope:
     _headers: Optional[dict[int, "Stmt"]] = field(default=None, repr=False)
     _by_loop: Optional[dict[int, list["Stmt"]]] = field(default=None, repr=False)
     _k_pins: Optional[list[tuple[list[ast.expr], str]]] = field(default=None, repr=False)  # pinned.py
+    _loop_targets: Optional[frozenset[str]] = field(default=None, repr=False)
     # The methods of this scope's class, this one included (one list shared by all of them):
     # `self.k` set in `__init__` is read in `train_epoch`.
     class_scopes: list["Scope"] = field(default_factory=list, repr=False)
@@ -70,6 +71,15 @@ class Scope:
 
     def definitions(self, name: str) -> list["Definition"]:
         return self.defs.get(name, [])
+
+    def loop_targets(self) -> frozenset[str]:
+        """The names some `for` loop of this scope binds (counters, items drawn, layers walked),
+        worked out once."""
+        if self._loop_targets is None:
+            self._loop_targets = frozenset(
+                name for name, definitions in self.defs.items() if any(d.kind == "for" for d in definitions)
+            )
+        return self._loop_targets
 
     def binding_scopes(self, name: str) -> list["Scope"]:
         """Where a binding of `name` read here can be made: for `self.x`, every method of the class

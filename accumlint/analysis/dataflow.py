@@ -1376,7 +1376,7 @@ def _from_walked_layers(value: ast.expr, scope: Scope, depth: int = 0) -> bool:
         value = value.value
     if depth > 3 or not isinstance(value, ast.Name):
         return False
-    targets = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
+    targets = scope.loop_targets()
     for definition in scope.definitions(value.id):
         made = definition.value
         while isinstance(made, (ast.Subscript, ast.Attribute)):
@@ -1557,7 +1557,7 @@ def _ratio(numerator: ast.expr, divisor: ast.expr, at: Stmt, k_names: set[str]) 
     counts once k is read."""
     scope = at.scope
     # Loop targets are counters and items drawn, not quantities computed (`/ (t + 1)` beside `x[:, t]`).
-    counted = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
+    counted = scope.loop_targets()
     local = (set(scope.defs) | set(scope.params)) - counted - {"self", "cls"}
     if not local or mentions(divisor, k_names):
         return False

@@ -173,7 +173,7 @@ def _filled_by_walked_layers(value: ast.expr, scope: Scope) -> bool:
                 if dotted(site.call.func) == f"{value.id}.append" and len(site.call.args) == 1]
     if not appended:
         return False
-    targets = {name for name, definitions in scope.defs.items() if any(d.kind == "for" for d in definitions)}
+    targets = scope.loop_targets()
     for element in appended:
         if not isinstance(element, ast.Name):
             return False

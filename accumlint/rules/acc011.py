@@ -176,7 +176,7 @@ def _hand_offs(facts: ModuleFacts) -> Iterator[Violation]:
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
-    if "LossScaleOptimizer" not in facts.source.text:
+    if not any(wrapper in facts.source.text for wrapper in frameworks.LOSS_SCALE_WRAPPERS):
         return  # a wrapper is only known by the class name written at its construction
     yield from _patches(facts)
     yield from _hand_offs(facts)
