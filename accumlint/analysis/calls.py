@@ -26,6 +26,8 @@ if TYPE_CHECKING:
     from accumlint.project import ProjectIndex
 
 _MAX_DEPTH = 8
+# Wrappers whose forward runs the wrapped module's forward on each device's share of the batch.
+_DATA_PARALLEL = frozenset({"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel"})
 # `nn.Module` methods that return the module itself: `Net().to(device)` is an instance of `Net`.
 _RETURNS_THE_MODULE = frozenset({
     "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_",
@@ -436,6 +438,88 @@ class Resolver:
         cls = classes.pop()
         return cls if self._of_project(cls) else None
 
+    def model_class(self, name: str, scope: Scope, depth: int = 0) -> Optional[str]:
+        """The project module class whose `forward` calling `name` runs: the class it holds an
+        instance of, or the one model that each binding of it renames, moves or wraps in data
+        parallelism (`para_model = nn.DataParallel(model)` on one branch and `para_model =
+        model.to(device)` on the other; `model = DDP(model)`): such a wrapper runs the forward of
+        the module it wraps."""
+        found = self.instance_class(name, scope)
+        head, _, rest = name.partition(".")
+        if found is not None and not self._data_parallel(found) or "." in rest or rest and head != "self" or depth > _MAX_DEPTH:
+            return found
+        if rest:  # `self.model = nn.DataParallel(model)` in `__init__`, `self.model(x)` in a step method
+            definitions = [d for s in scope.binding_scopes(name) for d in s.definitions(name)]
+        else:
+            definitions = next((s.definitions(name) for s in scope.binding_scopes(name) if s.definitions(name)), [])
+        classes: set[str] = set()
+        for definition in definitions:
+            if definition.kind == "unpack" and isinstance(definition.value, ast.Call) and len(definition.index) == 1:
+                made = self._model_unpacked(definition.value, definition.index[0], definition.stmt.scope, depth)
+            elif definition.kind != "assign" or definition.value is None:
+                return None
+            else:
+                made = self._model_made(definition.value, name, definition.stmt.scope, depth)
+            if made is None:
+                return None
+            classes |= made
+        return classes.pop() if len(classes) == 1 else None
+
+    def _model_made(self, value: ast.expr, name: str, scope: Scope, depth: int) -> Optional[set[str]]:
+        """The model classes one binding of `name` hands on (empty for `model = DDP(model)`, which
+        keeps what `name` held); None when it shows no project model."""
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _RETURNS_THE_MODULE:
+            value = value.func.value
+        held_name = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
+        if held_name is not None:
+            if held_name == name:
+                return set()
+            held = self.model_class(held_name, scope, depth + 1)
+            return {held} if held is not None else None
+        if not isinstance(value, ast.Call):
+            return None
+        if self._canonical(dotted(value.func) or "") == "torch.load":
+            return set()  # `model = torch.load(f)` on a resume branch: the model this script saved
+        if not self._data_parallel(dotted(value.func) or ""):
+            built = self.built_class(value, scope)
+            return {built} if built is not None else None
+        wrapped = [self._model_made(arg, name, scope, depth + 1) for arg in [*value.args, *(kw.value for kw in value.keywords if kw.arg == "module")]
+                   if isinstance(arg, (ast.Name, ast.Attribute, ast.Call))]
+        classes = [made for made in wrapped if made is not None]
+        return classes[0] if len(classes) == 1 else None
+
+    def _canonical(self, name: str) -> str:
+        head, dot, rest = name.partition(".")
+        origin = self.module.collected.imports.get(head)
+        return f"{origin}{dot}{rest}" if origin else name
+
+    def _model_unpacked(self, call: ast.Call, index: int, scope: Scope, depth: int) -> Optional[set[str]]:
+        """`self.model, self.optim = self._setup_models()`: the model the project function returns
+        in that place on every return (`return model, optim` with `model = VoiceModel(args)`)."""
+        callee = self.resolve(call, scope, _MAX_DEPTH - 1)
+        if callee is None or not callee.scope.returns:
+            return None
+        classes: set[str] = set()
+        for value, stmt in callee.scope.returns:
+            if not isinstance(value, ast.Tuple) or index >= len(value.elts) or isinstance(value.elts[index], ast.Starred):
+                return None
+            element = value.elts[index]
+            made = callee.module.resolver._model_made(element, "", stmt.scope, depth + 1)
+            if made is None or len(made) != 1:
+                return None
+            classes |= {self.foreign_class(callee.module.resolver, c) for c in made}
+        return classes
+
+    def _data_parallel(self, name: str) -> bool:
+        """`nn.DataParallel`, `DDP` imported as such, or a project class built on one
+        (`class BalancedDataParallel(DataParallel)`, whose own forward still splits the batch, runs
+        the wrapped module on each part and gathers what it returns)."""
+        if last_part(self._canonical(name)) in _DATA_PARALLEL:
+            return True
+        if not class_like(name) or not self._project_class(name):
+            return False
+        return any(last_part(base) in _DATA_PARALLEL for base in self.class_library_bases(name))
+
     def built_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """The project class a call builds (`Scaler()`, or a project factory that returns one), by
         the name instance_class gives it; None for anything else."""
@@ -764,7 +848,7 @@ class Resolver:
         """`model(x)` on an instance of a project module class (`model = MemorizingTransformer(...)`):
         that class's `forward`."""
         name = dotted(call.func)
-        cls = self.instance_class(name, scope) if name is not None else None
+        cls = self.model_class(name, scope) if name is not None else None
         return self._class_method(cls, "forward", 0) if cls is not None else None
 
     def iterates_endlessly(self, call: ast.Call) -> bool:

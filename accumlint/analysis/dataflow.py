@@ -843,6 +843,8 @@ class DataFlow:
             if _index_part(expr):
                 return False  # `out.max(1)[1]`, `out.topk(k)[1]`: indices carry no graph
             slot = self._slot_carries(expr, at, depth)
+            if slot is None and isinstance(expr.slice, ast.Slice):
+                slot = self._tail_carries(expr, at, depth)
             if slot is not None:
                 return slot
             roots = set() if narrowed_to_container(dotted(expr.value), at) else self.backward_roots(at.scope)
@@ -937,6 +939,30 @@ class DataFlow:
                 return None
             found.append(not stmt.no_grad and flow.carries_graph(values[0], stmt, depth + 1))
         return any(found)
+
+    def _tail_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
+        """`ret[1:]` where `ret = model(x)` and the project code that runs returns sequences it
+        builds in sight (`return [loss] + new_mems`, `return loss, *mems`): whether what sits from
+        that position on is shown to hold a graph (Transformer-XL hands back its memories made
+        under `no_grad`); None when the code does not show it."""
+        start = _slice_start(expr.slice)
+        name = dotted(expr.value)
+        if start is None or name is None:
+            return None
+        base, updates = reaching(name, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or base.stmt.no_grad or not isinstance(base.value, ast.Call):
+            return None
+        callee = (
+            self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
+            or self._model_method(base.value, base.stmt)
+        )
+        tail = returned_tail(callee.scope, start) if callee is not None else None
+        if not tail or callee is None:
+            return None
+        return any(
+            not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and callee.module.flow.carries_graph(value, stmt, depth + 1)
+            for value, stmt in tail
+        )
 
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
         if definition.stmt.no_grad or definition.value is None or self.graph_free:
@@ -1112,11 +1138,16 @@ class DataFlow:
         """The project method a model call runs: `model(x)` its class's `forward`, `model.encode(x)`
         that method."""
         func = call.func
-        owner, method = (func.value, func.attr) if isinstance(func, ast.Attribute) else (func, "forward")
-        name = dotted(owner)
-        cls = self.resolver.instance_class(name, at.scope) if name is not None else None
-        callee = self.class_method(cls, method, at.scope) if cls is not None else None
-        if callee is None and method == "forward":
+        callee: Optional[Callee] = None
+        if isinstance(func, ast.Attribute) and (owner := dotted(func.value)) is not None:
+            # `model.encode(x)`; `model.forward(x)` also through a data-parallel wrapper
+            cls = self.resolver.model_class(owner, at.scope) if func.attr == "forward" else self.resolver.instance_class(owner, at.scope)
+            callee = self.class_method(cls, func.attr, at.scope) if cls is not None else None
+        name = dotted(func)
+        if callee is None and name is not None:  # `model(x)`, `self.model(x)`: the forward it runs
+            cls = self.resolver.model_class(name, at.scope)
+            callee = self.class_method(cls, "forward", at.scope) if cls is not None else None
+        if callee is None and isinstance(func, ast.Name):
             callee = self._module_forward(call, at)
         return callee
 
@@ -1410,6 +1441,48 @@ def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tu
             found.append((element, stmt))
     if opaque or (index and not found):
         return None
+    return found
+
+
+def _slice_start(key: ast.expr) -> Optional[int]:
+    """The first position of an open-ended slice (`[1:]`, `[:]`); None for anything else."""
+    if not isinstance(key, ast.Slice) or key.upper is not None or key.step is not None:
+        return None
+    if key.lower is None:
+        return 0
+    return key.lower.value if isinstance(key.lower, ast.Constant) and type(key.lower.value) is int and key.lower.value >= 0 else None
+
+
+def _sequence_parts(value: ast.expr, top: bool = True) -> Optional[list[tuple[bool, ast.expr]]]:
+    """A returned sequence as its parts, each an element or (True) a run of unknown length:
+    `[loss] + mems` is an element and a run, `(loss, *mems)` the same. None when the value is not
+    a sequence built in sight (`return outputs`)."""
+    if isinstance(value, (ast.Tuple, ast.List)):
+        return [(True, e.value) if isinstance(e, ast.Starred) else (False, e) for e in value.elts]
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
+        left, right = _sequence_parts(value.left, False), _sequence_parts(value.right, False)
+        return None if left is None or right is None else left + right
+    if not top and isinstance(value, (ast.Name, ast.Attribute, ast.Call, ast.Subscript)):
+        return [(True, value)]
+    return None
+
+
+def returned_tail(function: Scope, start: int) -> Optional[list[tuple[ast.expr, Stmt]]]:
+    """What the function's returned sequences hold from position `start` on (a run of unknown
+    length counts wherever it begins); None when a return may be a sequence the code does not
+    show. Returns that cannot be such a sequence (`return None`, a call) are left out."""
+    found: list[tuple[ast.expr, Stmt]] = []
+    for value, stmt in function.returns:
+        parts = _sequence_parts(value)
+        if parts is None:
+            if not isinstance(value, (ast.Call, ast.Constant, ast.Compare)):
+                return None
+            continue
+        position: Optional[int] = 0
+        for is_run, part in parts:
+            if position is None or position >= start or is_run:
+                found.append((part, stmt))
+            position = None if is_run or position is None else position + 1
     return found
 
 
