@@ -441,7 +441,8 @@ class DataFlow:
         if isinstance(expr, ast.Call):
             return self._call_scaling(expr, at, k_names, depth)
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
-            return self.scaling(expr.value, at, k_names, depth + 1)
+            slot = self._slot_scaling(expr, at, k_names, depth)
+            return slot if slot is not None else self.scaling(expr.value, at, k_names, depth + 1)
         if isinstance(expr, ast.UnaryOp):
             return self.scaling(expr.operand, at, k_names, depth + 1)
         if isinstance(expr, ast.NamedExpr):  # `(extra := crit(out, y))`
@@ -452,6 +453,26 @@ class DataFlow:
                 return body if body == orelse else UNKNOWN
             return _alternatives([body, orelse])
         return UNKNOWN
+
+    def _slot_scaling(self, expr: ast.Subscript | ast.Attribute, at: Stmt, k_names: set[str], depth: int) -> Optional[Scaling]:
+        """`out["loss"]` (or `out.loss`) where `out = model(batch)` and the project code that runs
+        returns a dict display (or an output object built with `loss=...`): how that slot's value is
+        scaled there; None when some return is built otherwise."""
+        slot = _slot_name(expr)
+        holder = dotted(expr.value)
+        if slot is None or holder is None:
+            return None
+        base, updates = reaching(holder, at.scope, at.order, at)
+        if base is None or updates or base.kind != "assign" or not isinstance(base.value, ast.Call):
+            return None
+        helper = self._helper_returns(base.value, base.stmt)
+        if helper is None:
+            return None
+        returns, flow = helper
+        values = [(_slot_value(value, slot), stmt) for value, stmt in returns]
+        if not values or any(value is None for value, _ in values):
+            return None
+        return self._returns_scaling(([(value, stmt) for value, stmt in values if value is not None], flow), k_names, depth)
 
     def _counted_by(self, left: Scaling, divisor: ast.expr, at: Stmt, k_names: set[str]) -> Optional[Scaling]:
         """`loss / (i + 1)`, `loss / n_seen`: a fresh loss divided by a running count of a loop
@@ -671,7 +692,12 @@ class DataFlow:
         if not isinstance(call.func, (ast.Name, ast.Attribute)):
             return None
         forward = ast.Call(func=ast.Attribute(value=call.func, attr="forward", ctx=ast.Load()), args=call.args, keywords=call.keywords)
-        return self.instance_method(forward, at)
+        found = self.instance_method(forward, at)
+        name = dotted(call.func)
+        if found is None and name is not None:  # through a data-parallel wrapper: the wrapped model's
+            cls = self.resolver.model_class(name, at.scope)
+            found = self.class_method(cls, "forward", at.scope) if cls is not None else None
+        return found
 
     def _returns_scaling(self, helper, k_names, depth, index=()) -> Scaling:
         returns, flow = helper
@@ -1442,6 +1468,30 @@ def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tu
     if opaque or (index and not found):
         return None
     return found
+
+
+def _slot_name(expr: ast.Subscript | ast.Attribute) -> Optional[str]:
+    """`out["loss"]` -> "loss", `out.loss` -> "loss" (of a plain name)."""
+    if not isinstance(expr.value, ast.Name):
+        return None
+    if isinstance(expr, ast.Attribute):
+        return expr.attr
+    key = expr.slice
+    return key.value if isinstance(key, ast.Constant) and isinstance(key.value, str) else None
+
+
+def _slot_value(built: ast.expr, slot: str) -> Optional[ast.expr]:
+    """What a returned dict display (`{"loss": loss, ...}`) or output object (`Output(loss=loss)`)
+    holds under `slot`; None when the return is built otherwise or may hold it twice."""
+    if isinstance(built, ast.Dict):
+        if any(key is None for key in built.keys):
+            return None  # `{**extra, "loss": loss}`: `extra` may hold it too
+        values = [v for k, v in zip(built.keys, built.values) if isinstance(k, ast.Constant) and k.value == slot]
+    elif isinstance(built, ast.Call) and class_like(dotted(built.func)):
+        values = [kw.value for kw in built.keywords if kw.arg == slot]
+    else:
+        return None
+    return values[0] if len(values) == 1 else None
 
 
 def _slice_start(key: ast.expr) -> Optional[int]:
