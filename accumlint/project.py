@@ -68,7 +68,7 @@ class ProjectIndex:
         self.root = root
         self._search = [root, root / "src"]
         self._modules: dict[Path, tuple[tuple[int, int], Optional[LocalModule]]] = {}
-        self._found: dict[tuple[Path, str, int], Optional[Path]] = {}
+        self._found: dict[tuple[Path, str, int, Optional[str]], Optional[Path]] = {}
         self._folders: dict[Path, Path] = {}  # importer -> its resolved folder
         self._resolved_root = root.resolve()
         self._resolved: dict[Path, Path] = {}
@@ -103,7 +103,9 @@ class ProjectIndex:
         folder = self._folders.get(importer)
         if folder is None:
             folder = self._folders[importer] = importer.resolve().parent
-        key = (folder, dotted, level)
+        # a module named like its importer may be the importer itself, which it never means
+        own = importer.stem if not level and dotted.rpartition(".")[2] == importer.stem else None
+        key = (folder, dotted, level, own)
         if key not in self._found:
             self._found[key] = self._look_up(importer, dotted, level)
         return self._found[key]
@@ -116,10 +118,11 @@ class ProjectIndex:
                 base = base.parent
             return self._file_for(base, parts)
         # The script's own folder comes first (it is sys.path[0] when the script runs).
+        itself = importer.resolve()
         for base in (importer.resolve().parent, *self._search):
             found = self._file_for(base, parts)
-            if found is not None and self._inside(found):
-                return found
+            if found is not None and self._inside(found) and found.resolve() != itself:
+                return found  # `from model import X` in utils/model.py: the package model/, not itself
         # `from src.trainer import Trainer` in medium_models/src/run.py, run from medium_models:
         # the folder the script is started from may be any one above it inside the project.
         for base in importer.resolve().parent.parents:

@@ -10,7 +10,7 @@ import copy
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator, Optional, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union, cast
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_constant, is_string, keyword, last_part, positional
@@ -32,6 +32,16 @@ _DATA_PARALLEL = frozenset({"DataParallel", "DistributedDataParallel", "FullySha
 _RETURNS_THE_MODULE = frozenset({
     "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_",
 })
+
+
+def _held_instance(resolver: "Resolver", element: ast.expr, scope: Scope) -> Optional[set[str]]:
+    """The project class of an instance a function returns (`scheduled_optim`, `Meter()`)."""
+    name = dotted(element)
+    if isinstance(element, ast.Call):
+        found = resolver.built_class(element, scope)
+    else:
+        found = resolver.instance_class(name, scope) if name is not None else None
+    return {found} if found is not None else None
 
 
 def _module_itself(value: ast.expr) -> ast.expr:
@@ -429,6 +439,12 @@ class Resolver:
                 if made is None:
                     return None
                 classes.add(made)
+            elif definition.kind == "unpack" and isinstance(value, ast.Call) and len(definition.index) == 1:
+                # `model, optimizer = get_model(args, train=True)` of a project factory
+                unpacked = self._returned_in_place(value, definition.index[0], definition.stmt.scope, _held_instance)
+                if unpacked is None:
+                    return None
+                classes |= unpacked
             else:
                 return None
         if annotated is not None:
@@ -495,20 +511,31 @@ class Resolver:
 
     def _model_unpacked(self, call: ast.Call, index: int, scope: Scope, depth: int) -> Optional[set[str]]:
         """`self.model, self.optim = self._setup_models()`: the model the project function returns
-        in that place on every return (`return model, optim` with `model = VoiceModel(args)`)."""
+        in that place (`return model, optim` with `model = VoiceModel(args)`, or `DDP(model)`)."""
+        return self._returned_in_place(call, index, scope, lambda r, element, at: r._model_made(element, "", at, depth + 1))
+
+    def _returned_in_place(
+        self, call: ast.Call, index: int, scope: Scope,
+        read: Callable[["Resolver", ast.expr, Scope], Optional[set[str]]],
+    ) -> Optional[set[str]]:
+        """The one class `read` finds at `index` of every tuple the project function the call runs
+        returns (a return that is no tuple, `return model` on an evaluation path, is another use),
+        by the names this module gives it; None when it finds none, or more than one."""
         callee = self.resolve(call, scope, _MAX_DEPTH - 1)
-        if callee is None or not callee.scope.returns:
+        if callee is None:
             return None
+        resolver = callee.module.resolver
         classes: set[str] = set()
         for value, stmt in callee.scope.returns:
-            if not isinstance(value, ast.Tuple) or index >= len(value.elts) or isinstance(value.elts[index], ast.Starred):
+            if not isinstance(value, ast.Tuple):
+                continue
+            if index >= len(value.elts) or any(isinstance(e, ast.Starred) for e in value.elts[: index + 1]):
                 return None
-            element = value.elts[index]
-            made = callee.module.resolver._model_made(element, "", stmt.scope, depth + 1)
+            made = read(resolver, value.elts[index], stmt.scope)
             if made is None or len(made) != 1:
                 return None
-            classes |= {self.foreign_class(callee.module.resolver, c) for c in made}
-        return classes
+            classes |= {self.foreign_class(resolver, c) for c in made}
+        return classes if len(classes) == 1 else None
 
     def _data_parallel(self, name: str) -> bool:
         """`nn.DataParallel`, `DDP` imported as such, or a project class built on one
