@@ -16,6 +16,7 @@ from typing import Iterator, Optional
 _LOOPS_AND_SCOPES = (ast.For, ast.AsyncFor, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 _BACKWARD_METHODS = frozenset({"backward", "manual_backward"})
 STEP_METHODS = frozenset({"step", "optimizer_step", "apply_gradients"})
+_RUNNER_GATES = frozenset({"every_n_iters", "every_n_train_iters", "every_n_inner_iters"})
 
 
 def _outside_loops(statements: list[ast.stmt]) -> Iterator[ast.AST]:
@@ -62,6 +63,8 @@ def _window_test(test: ast.expr) -> bool:
     """A remainder (`step % k`, not string formatting) or a counter compared with a bound
     (`self.micro >= self.k`): what a window's gate is made of. The gate parser decides later."""
     for node in ast.walk(test):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _RUNNER_GATES:
+            return True  # an OpenMMLab hook's `self.every_n_iters(runner, n)`
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod):
             if not (isinstance(node.left, ast.Constant) and isinstance(node.left.value, str)):
                 return True

@@ -357,6 +357,9 @@ def parse_gate(
     modulo = _modulo(test)
     if modulo is not None:  # truthy remainder: not at the window's end
         return GateTest(modulo.right, modulo.left, False, False)
+    runner_gate = _runner_iteration_gate(test)
+    if runner_gate is not None:
+        return runner_gate
     if isinstance(test, ast.Call) and helpers is not None:  # `if self.is_update_step(i):`
         returned = helpers(test, scope)
         return parse_gate(returned, scope, at, depth + 1, helpers) if returned is not None else None
@@ -368,6 +371,24 @@ def parse_gate(
                 flagged = _switched_flag(test.id, scope, at, depth, helpers)
             return replace(flagged, flag=test.id) if flagged is not None else None
     return None
+
+
+# OpenMMLab hooks' `self.every_n_iters(runner, n)`: `(runner.iter + 1) % n == 0`; the inner
+# count restarts with each epoch.
+_RUNNER_COUNTS = {"every_n_iters": "iter", "every_n_train_iters": "iter", "every_n_inner_iters": "inner_iter"}
+
+
+def _runner_iteration_gate(test: ast.expr) -> Optional[GateTest]:
+    """`self.every_n_iters(runner, self.update_interval)` in an mmcv/mmengine hook: a window of
+    `update_interval` iterations of the runner, ending where the test holds."""
+    if not (isinstance(test, ast.Call) and isinstance(test.func, ast.Attribute) and len(test.args) == 2):
+        return None
+    count = _RUNNER_COUNTS.get(test.func.attr)
+    if count is None or not isinstance(test.func.value, ast.Name) or test.func.value.id != "self":
+        return None
+    runner = test.args[0]
+    counter = ast.BinOp(ast.Attribute(runner, count, ast.Load()), ast.Add(), ast.Constant(1))
+    return GateTest(test.args[1], ast.copy_location(counter, test), True, False)
 
 
 def _switched_flag(
