@@ -25,7 +25,7 @@ SKIPPING_BLOCKS = (ast.If, *FOR_LOOPS, ast.While, *TRIES, ast.ExceptHandler, ast
 DETACH_METHODS = frozenset({"detach", "detach_", "item", "tolist", "numpy", "data"})
 DETACH_FUNCTION_HINTS = ("detach", "repackage")
 NO_GRAD_CONTEXTS = frozenset({"no_grad", "inference_mode"})
-_AUG_NAMES = {
+AUG_NAMES = {
     ast.Add: "AddAssign", ast.Sub: "SubtractAssign", ast.Mult: "MultiplyAssign", ast.Div: "DivideAssign",
     ast.FloorDiv: "FloorDivideAssign", ast.Mod: "ModuloAssign", ast.Pow: "PowerAssign",
     ast.MatMult: "MatrixMultiplyAssign",
@@ -506,7 +506,7 @@ class _Collector:
             name = dotted(node.target)
             if name is not None:
                 self._occur(name, False, False, False, stmt)
-                op = _AUG_NAMES.get(type(node.op), type(node.op).__name__)
+                op = AUG_NAMES.get(type(node.op), type(node.op).__name__)
                 self._define(Definition(name, "aug", node.value, stmt, op=op))
                 self._occur(name, True, False, False, stmt)
             else:

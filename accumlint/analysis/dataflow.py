@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
-from accumlint.analysis.collect import CallSite, Collected, Definition, Scope, Stmt, enclosing_class
+from accumlint.analysis.collect import AUG_NAMES, CallSite, Collected, Definition, Scope, Stmt, enclosing_class
 from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras, torch_core
@@ -441,6 +441,9 @@ class DataFlow:
         if isinstance(expr, ast.Call):
             return self._call_scaling(expr, at, k_names, depth)
         if isinstance(expr, (ast.Subscript, ast.Attribute)):
+            written = self._slot_written(expr, at, k_names, depth) if isinstance(expr, ast.Subscript) else None
+            if written is not None:
+                return written
             slot = self._slot_scaling(expr, at, k_names, depth)
             return slot if slot is not None else self.scaling(expr.value, at, k_names, depth + 1)
         if isinstance(expr, ast.UnaryOp):
@@ -452,6 +455,36 @@ class DataFlow:
             if mentions(expr.test, k_names):  # `loss / k if k > 1 else loss`: a choice made by k itself
                 return body if body == orelse else UNKNOWN
             return _alternatives([body, orelse])
+        return UNKNOWN
+
+    def _slot_written(self, expr: ast.Subscript, at: Stmt, k_names: set[str], depth: int) -> Optional[Scaling]:
+        """`out["loss"] /= k` (or `out["loss"] = out["loss"] / k`, `out["loss"].div_(k)`) before
+        `at`, on a path that reaches it: the slot as its last write leaves it; None when nothing
+        writes the slot after the dict is bound."""
+        holder, key = dotted(expr.value), expr.slice
+        if holder is None or not isinstance(key, ast.Constant):
+            return None
+        base, _ = reaching(holder, at.scope, at.order, at)
+        start = base.order if base is not None else -1
+        writes = [
+            stmt for stmt in at.scope.stmts
+            if start < stmt.order < at.order and stmt.is_statement and stmt.compatible(at) and _writes_slot(stmt.node, holder, key.value)
+        ]
+        if not writes:
+            return None
+        last = writes[-1]
+        node = last.node
+        if isinstance(node, ast.Assign):
+            return self.scaling(node.value, last, k_names, depth + 1)
+        before = self.scaling(expr, last, k_names, depth + 1)
+        if isinstance(node, ast.AugAssign):
+            op = AUG_NAMES.get(type(node.op))
+            if op in _DIVIDING_AUG:
+                return _divide(before, mentions(node.value, k_names), _factor(_number(node.value), divides=op != "MultiplyAssign"))
+            return _combine_sum(before, self.scaling(node.value, last, k_names, depth + 1)) if op in _SUMMING_AUG else UNKNOWN
+        call = node.value if isinstance(node, ast.Expr) else None
+        if isinstance(call, ast.Call) and method_of(call)[1] in _DIVIDING_METHODS and call.args:
+            return _divide(before, mentions(call.args[0], k_names))
         return UNKNOWN
 
     def _slot_scaling(self, expr: ast.Subscript | ast.Attribute, at: Stmt, k_names: set[str], depth: int) -> Optional[Scaling]:
@@ -849,7 +882,7 @@ class DataFlow:
             if base is None:
                 if self._numeric_module(name):
                     return False
-                field = self._field_carries(expr, at, depth) if isinstance(expr, ast.Attribute) else None
+                field = self._slot_carries(expr, at, depth) if isinstance(expr, ast.Attribute) else None
                 if field is not None:
                     return field
                 return isinstance(expr, ast.Attribute) and self.carries_graph(expr.value, at, depth + 1)
@@ -933,14 +966,15 @@ class DataFlow:
         name = dotted(value.func) if isinstance(value, ast.Call) else None
         return name is not None and self._torch_function(name) and name.rsplit(".", 1)[1] in _BUFFER_FACTORIES
 
-    def _slot_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
-        """`output["metrics"]` where `output` is a dict display in sight or the dict displays a
-        project function returns: what that key holds (None when the code does not show it)."""
-        key = expr.slice
-        name = dotted(expr.value)
-        if not isinstance(key, ast.Constant) or name is None:
+    def _slot_carries(self, expr: ast.Subscript | ast.Attribute, at: Stmt, depth: int) -> Optional[bool]:
+        """`output["metrics"]` or `outputs.memory` where `output` is a dict display in sight, or
+        what the project code it comes from returns: dict displays, or output objects built with
+        that field (`return Output(loss=..., memory=h.detach())`). What the slot holds; None when
+        the code does not show it."""
+        slot, holder = _slot_name(expr), dotted(expr.value)
+        if slot is None or holder is None:
             return None
-        base, updates = reaching(name, at.scope, at.order, at)
+        base, updates = reaching(holder, at.scope, at.order, at)
         if base is None or updates or base.kind != "assign" or base.stmt.no_grad:
             return None
         displays: list[tuple[ast.expr, Stmt, DataFlow]]
@@ -958,12 +992,10 @@ class DataFlow:
             return None
         found = []
         for display, stmt, flow in displays:
-            if not isinstance(display, ast.Dict):
+            value = _slot_value(display, slot)
+            if value is None:
                 return None
-            values = [v for k, v in zip(display.keys, display.values) if isinstance(k, ast.Constant) and k.value == key.value]
-            if len(values) != 1 or any(k is None for k in display.keys):
-                return None
-            found.append(not stmt.no_grad and flow.carries_graph(values[0], stmt, depth + 1))
+            found.append(not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1))
         return any(found)
 
     def _tail_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
@@ -1181,35 +1213,9 @@ class DataFlow:
         """`outputs.memory` or `outputs["memory"]` of a local output: whether the project code that
         builds it shows a graph in that field; None when it is out of sight (a library model, a
         model handed in)."""
-        if isinstance(expr, ast.Attribute) and isinstance(expr.value, ast.Name):
-            return self._field_carries(expr, at, 0)
-        if isinstance(expr, ast.Subscript) and isinstance(expr.value, ast.Name):
+        if isinstance(expr, (ast.Attribute, ast.Subscript)) and isinstance(expr.value, ast.Name):
             return self._slot_carries(expr, at, 0)
         return None
-
-    def _field_carries(self, expr: ast.Attribute, at: Stmt, depth: int) -> Optional[bool]:
-        """`outputs.memory` where `outputs = model(x)` and the project's forward returns an object
-        built with that field (`return Output(loss=..., memory=h.detach())`): what the field
-        holds; None when the code does not show it."""
-        name = dotted(expr.value)
-        if name is None:
-            return None
-        base, updates = reaching(name, at.scope, at.order, at)
-        if base is None or updates or base.kind != "assign" or base.stmt.no_grad or not isinstance(base.value, ast.Call):
-            return None
-        callee = self._model_method(base.value, base.stmt)
-        if callee is None or not callee.scope.returns:
-            return None
-        found = []
-        for built, stmt in callee.scope.returns:
-            values = [kw.value for kw in built.keywords if kw.arg == expr.attr] if isinstance(built, ast.Call) else []
-            if len(values) != 1:
-                return None
-            found.append(
-                not stmt.no_grad and not _from_walked_layers(values[0], stmt.scope)
-                and callee.module.flow.carries_graph(values[0], stmt, depth + 1)
-            )
-        return any(found)
 
     def _names_a_model(self, name: Optional[str], at: Stmt) -> bool:
         """`self.model.head`, `rnn` with `rnn = nn.GRU(...)`: the name, or an object it is reached
@@ -1470,10 +1476,25 @@ def returned_elements(function: Scope, index: Sequence[int]) -> Optional[list[tu
     return found
 
 
+def _writes_slot(node: ast.AST, holder: str, key: object) -> bool:
+    """The statement writes `holder[key]`: assigns it, updates it in place, or calls an in-place
+    method on it (`out["loss"].div_(k)`)."""
+    def is_slot(target: ast.expr) -> bool:
+        return (isinstance(target, ast.Subscript) and dotted(target.value) == holder
+                and isinstance(target.slice, ast.Constant) and target.slice.value == key)
+
+    if isinstance(node, ast.Assign):
+        return any(is_slot(target) for target in node.targets)
+    if isinstance(node, ast.AugAssign):
+        return is_slot(node.target)
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        receiver, method = method_of(node.value)
+        return receiver is not None and (method or "").endswith("_") and is_slot(receiver)
+    return False
+
+
 def _slot_name(expr: ast.Subscript | ast.Attribute) -> Optional[str]:
-    """`out["loss"]` -> "loss", `out.loss` -> "loss" (of a plain name)."""
-    if not isinstance(expr.value, ast.Name):
-        return None
+    """`out["loss"]` -> "loss", `out.loss` -> "loss"."""
     if isinstance(expr, ast.Attribute):
         return expr.attr
     key = expr.slice
