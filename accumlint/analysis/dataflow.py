@@ -32,7 +32,7 @@ _SUMMING_AUG = {"AddAssign", "SubtractAssign"}
 
 _NO_GRAPH_METHODS = {
     "detach", "detach_", "item", "tolist", "numpy", "argmax", "argmin", "long", "int", "bool", "byte",
-    "size", "dim", "numel", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
+    "size", "dim", "numel", "keys", "nonzero", "eq", "ne", "gt", "lt", "ge", "le", "isnan", "isinf",
     "isfinite", "any", "all", "new_zeros", "new_ones", "new_empty", "new_full", "zero_", "zeros_like",
     "parse_args", "parse_known_args", "parse_args_into_dataclasses",  # command-line options
     "decode", "batch_decode",  # token ids to text
