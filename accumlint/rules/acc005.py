@@ -572,14 +572,14 @@ def _counts_across_epochs(window: Window, scope: Scope) -> bool:
 def _zeroes_what_steps(zero: Event, step: Event) -> bool:
     """The zeroing acts on the optimizer the window steps: called on it, or a project helper handed
     it (`reset_gradients(optimizer)`), or a trainer's own method zeroing its own optimizer."""
+    stepped = _optimizers_of(step, STEP)  # also through a step method (`self.optimizer_step()`)
     if zero.helper is None:
-        return (zero.optimizer or zero.receiver) in {step.optimizer, step.receiver}
-    stepped = step.optimizer or step.receiver
-    if zero.call is None or stepped is None:
+        return (zero.optimizer or zero.receiver) in stepped
+    if zero.call is None or not stepped:
         return False
     handed = {dotted(a) for a in (*zero.call.args, *(kw.value for kw in zero.call.keywords))}
-    own_method = stepped.startswith("self.") and (dotted(zero.call.func) or "").startswith("self.")
-    return stepped in handed or own_method
+    own_method = any(name.startswith("self.") for name in stepped) and (dotted(zero.call.func) or "").startswith("self.")
+    return bool(stepped & handed) or own_method
 
 
 def _wiped_at_each_epoch(
