@@ -981,10 +981,7 @@ class DataFlow:
         if isinstance(base.value, ast.Dict):
             displays = [(base.value, base.stmt, self)]
         elif isinstance(base.value, ast.Call):
-            callee = (
-                self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
-                or self._model_method(base.value, base.stmt)
-            )
+            callee = self._producer(base.value, base.stmt)
             if callee is None or not callee.scope.returns:
                 return None
             displays = [(value, stmt, callee.module.flow) for value, stmt in callee.scope.returns]
@@ -998,6 +995,11 @@ class DataFlow:
             found.append(not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1))
         return any(found)
 
+    def _producer(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
+        """The project code whose return a call's result is: a function or method, or the forward
+        (or named method) of a project model, also behind a data-parallel wrapper."""
+        return self.resolver.resolve(call, at.scope) or self.instance_method(call, at) or self._model_method(call, at)
+
     def _tail_carries(self, expr: ast.Subscript, at: Stmt, depth: int) -> Optional[bool]:
         """`ret[1:]` where `ret = model(x)` and the project code that runs returns sequences it
         builds in sight (`return [loss] + new_mems`, `return loss, *mems`): whether what sits from
@@ -1010,10 +1012,7 @@ class DataFlow:
         base, updates = reaching(name, at.scope, at.order, at)
         if base is None or updates or base.kind != "assign" or base.stmt.no_grad or not isinstance(base.value, ast.Call):
             return None
-        callee = (
-            self.resolver.resolve(base.value, base.stmt.scope) or self.instance_method(base.value, base.stmt)
-            or self._model_method(base.value, base.stmt)
-        )
+        callee = self._producer(base.value, base.stmt)
         tail = returned_tail(callee.scope, start) if callee is not None else None
         if not tail or callee is None:
             return None
