@@ -335,10 +335,24 @@ def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
     return False
 
 
+def _kept_in_range(definition: Definition, name: str) -> bool:
+    """`n = (n + 1) % k`, `n = n % k` or `n %= k`: the count wraps to 0 at the window's end."""
+    value = definition.value
+    if definition.kind == "aug":
+        return definition.op == "ModuloAssign"
+    if definition.kind != "assign" or not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod)):
+        return False
+    counted = value.left
+    if isinstance(counted, ast.BinOp) and isinstance(counted.op, ast.Add) and int_value(counted.right) == 1:
+        counted = counted.left
+    return dotted(counted) == name
+
+
 def _restarted_count(window: Window) -> Optional[str]:
-    """`n = 0` before the loop, `n += 1` every micro-step, `if n == k: ...; n = 0`: a count of the
-    window's micro-batches that starts afresh with each pass over the data, so the batches after
-    the last full window are left over at the end of it."""
+    """`n = 0` before the loop, `n += 1` every micro-step, `if n == k: ...; n = 0` (or the count
+    kept in range, `n = (n + 1) % k` and `if n == 0:`): a count of the window's micro-batches that
+    starts afresh with each pass over the data, so the batches after the last full window are left
+    over at the end of it."""
     test = window.test
     if window.form != "gate" or test is None or not test.hand_counted or test.flag is not None:
         return None
@@ -356,6 +370,10 @@ def _restarted_count(window: Window) -> Optional[str]:
             resets += 1
         elif definition.kind == "aug" and int_value(value) == 1 and window.every_micro_step(stmt):
             counts += 1
+        elif _kept_in_range(definition, name) and window.every_micro_step(stmt):
+            # `n = (n + 1) % k` counts and wraps at once; `n %= k` after `n += 1` only wraps
+            counts += int(definition.kind == "assign" and isinstance(value, ast.BinOp) and isinstance(value.left, ast.BinOp))
+            resets += 1
         else:
             return None
     return name if starts >= 1 and counts == 1 and resets >= 1 else None
