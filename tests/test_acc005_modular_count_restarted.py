@@ -52,3 +52,36 @@ def test_a_count_set_once_before_all_epochs_runs_on(count: str) -> None:
 @pytest.mark.parametrize("count", COUNTS)
 def test_an_end_of_data_clause_steps_the_tail(count: str) -> None:
     assert findings_of(_source(count, test="acc_step == 0 or i + 1 == len(loader)"), "ACC005") == []
+
+
+PLAIN_LOOP = """
+def train(model, loader, optimizer, k, epochs):
+    OUTER
+    for epoch in range(epochs):
+        INNER
+        for x, y in loader:
+            loss = (model(x) - y).pow(2).mean() / k
+            loss.backward()
+            COUNT
+            if TEST:
+                optimizer.step()
+                optimizer.zero_grad()
+                RESET
+"""
+
+PLAIN_FORMS = [  # (count, test, reset): kept in range, and reset at the step
+    ("acc_step = (acc_step + 1) % k", "acc_step == 0", "pass"),
+    ("acc_step += 1", "acc_step == k", "acc_step = 0"),
+]
+
+
+@pytest.mark.parametrize("count, test, reset", PLAIN_FORMS)
+def test_a_loop_over_the_data_without_a_count_of_its_own(count: str, test: str, reset: str) -> None:
+    # `for x, y in loader:` gives no batch index: the window's own count, restarted each epoch, does
+    source = PLAIN_LOOP.replace("COUNT", count).replace("TEST", test).replace("RESET", reset)
+    restarted = source.replace("OUTER", "pass").replace("INNER", "acc_step = 0")
+    [finding] = findings_of(restarted, "ACC005")
+    assert finding.location.row == next(i for i, line in enumerate(restarted.splitlines(), 1) if f"if {test}:" in line)
+    assert finding.fix is None  # no batch count to test the end of the data with
+    once = source.replace("OUTER", "acc_step = 0").replace("INNER", "pass")
+    assert findings_of(once, "ACC005") == []

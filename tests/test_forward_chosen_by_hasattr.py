@@ -58,12 +58,13 @@ def _codes(source: str) -> list[str]:
     return sorted(v.code for v in findings_of(source, path="train.py", dedent=True))
 
 
+# ACC005 in both: `num_iter` starts at 0 in each epoch's call, so each epoch's last batches are left over.
 def test_forward_through_module_in_a_handed_loop() -> None:
-    assert _codes(SCRIPT.replace("FORWARD", THROUGH_MODULE)) == ["ACC001"]
+    assert _codes(SCRIPT.replace("FORWARD", THROUGH_MODULE)) == ["ACC001", "ACC005"]
 
 
 def test_wrapper_called_itself_in_a_handed_loop() -> None:
-    assert _codes(SCRIPT.replace("FORWARD", "loss = model(data, target)")) == ["ACC001", "ACC009"]
+    assert _codes(SCRIPT.replace("FORWARD", "loss = model(data, target)")) == ["ACC001", "ACC005", "ACC009"]
 
 
 def test_loss_unpacked_from_a_choice_of_calls_in_a_trainer() -> None:

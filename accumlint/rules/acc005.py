@@ -178,6 +178,20 @@ def _epoch_counter(window: Window, resolver: Resolver) -> Optional[tuple[str, in
     return target.elts[0].id, start, _sized(source)
 
 
+def _passes_over_data(window: Window, resolver: Resolver) -> bool:
+    """`for x, y in loader:` (or a progress bar over it): one pass over data that ends, not an
+    endless or cut stream (`.repeat()`, `cycle`) nor a range of steps, which `_epoch_counter` reads."""
+    loop = window.micro_loop
+    if not isinstance(loop.node, FOR_LOOPS) or loop.implicit or loop.entry:
+        return False
+    source = loop.node.iter
+    if isinstance(source, ast.Call) and (dotted(source.func) or "") in _PROGRESS_BARS:
+        source = positional(source, 0) or source
+    if isinstance(source, ast.Call) and (last_part(dotted(source.func)) in _ENDLESS or dotted(source.func) in {"range", "enumerate"}):
+        return False
+    return not _endless_or_counted(source, loop.scope, resolver)
+
+
 def _batches_of(iterable: ast.expr, window: Window) -> bool:
     """`range(len(samples) // batch_size)` inside an outer loop: the number of minibatches of data
     this pass walks, which need not be a multiple of k (not a count that names k)."""
@@ -758,10 +772,14 @@ def _dropped_window(
         if hand.loop is not window.micro_loop:  # a trainer's step method: read its caller's loop
             events = module.windows_of(hand.loop.scope)[0]
             window = dataclasses.replace(window, micro_loop=hand.loop, step_loop=hand.loop)
+    restarted = _restarted_count(window)
+    if counted is None and restarted is not None and _passes_over_data(window, module.resolver):
+        # `for batch in loader:` with no count of its own: the window's count, set to 0 before
+        # each pass, is what leaves the tail over (no end-of-data test to offer without a count)
+        counted = (restarted, 0, None)
     if counted is None or window.test is None:
         return None
     counter, start, sized = counted
-    restarted = _restarted_count(window)
     if (not names_in(window.test.counter) & _counter_names(window, counter) and restarted is None) \
             or _flushed_after(window, events):
         return None
