@@ -119,13 +119,13 @@ class ProjectIndex:
             return self._file_for(base, parts)
         # The script's own folder comes first (it is sys.path[0] when the script runs).
         itself = importer.resolve()
-        for base in (importer.resolve().parent, *self._search):
+        for base in (itself.parent, *self._search):
             found = self._file_for(base, parts)
             if found is not None and self._inside(found) and found.resolve() != itself:
                 return found  # `from model import X` in utils/model.py: the package model/, not itself
         # `from src.trainer import Trainer` in medium_models/src/run.py, run from medium_models:
         # the folder the script is started from may be any one above it inside the project.
-        for base in importer.resolve().parent.parents:
+        for base in itself.parent.parents:
             if not self._inside(base):
                 break
             found = self._file_for(base, parts)

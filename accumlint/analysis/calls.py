@@ -461,9 +461,11 @@ class Resolver:
         model.to(device)` on the other; `model = DDP(model)`): such a wrapper runs the forward of
         the module it wraps."""
         found = self.instance_class(name, scope)
-        head, _, rest = name.partition(".")
-        if found is not None and not self._data_parallel(found) or "." in rest or rest and head != "self" or depth > _MAX_DEPTH:
+        if found is not None and not self._data_parallel(found):
             return found
+        head, _, rest = name.partition(".")
+        if "." in rest or rest and head != "self" or depth > _MAX_DEPTH:
+            return found  # only plain names and the object's own attributes are followed
         if rest:  # `self.model = nn.DataParallel(model)` in `__init__`, `self.model(x)` in a step method
             definitions = [d for s in scope.binding_scopes(name) for d in s.definitions(name)]
         else:
@@ -494,7 +496,7 @@ class Resolver:
             return {held} if held is not None else None
         if not isinstance(value, ast.Call):
             return None
-        if self._canonical(dotted(value.func) or "") == "torch.load":
+        if self.canonical(dotted(value.func) or "") == "torch.load":
             return set()  # `model = torch.load(f)` on a resume branch: the model this script saved
         if not self._data_parallel(dotted(value.func) or ""):
             built = self.built_class(value, scope)
@@ -504,7 +506,9 @@ class Resolver:
         classes = [made for made in wrapped if made is not None]
         return classes[0] if len(classes) == 1 else None
 
-    def _canonical(self, name: str) -> str:
+    def canonical(self, name: str) -> str:
+        """A name with its first part read through this module's imports (`DDP` ->
+        `torch.nn.parallel.DistributedDataParallel`, `grad` -> `torch.autograd.grad`)."""
         head, dot, rest = name.partition(".")
         origin = self.module.collected.imports.get(head)
         return f"{origin}{dot}{rest}" if origin else name
@@ -541,7 +545,7 @@ class Resolver:
         """`nn.DataParallel`, `DDP` imported as such, or a project class built on one
         (`class BalancedDataParallel(DataParallel)`, whose own forward still splits the batch, runs
         the wrapped module on each part and gathers what it returns)."""
-        if last_part(self._canonical(name)) in _DATA_PARALLEL:
+        if last_part(self.canonical(name)) in _DATA_PARALLEL:
             return True
         if not class_like(name) or not self._project_class(name):
             return False

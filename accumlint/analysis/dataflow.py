@@ -476,16 +476,15 @@ class DataFlow:
         node = last.node
         if isinstance(node, ast.Assign):
             return self.scaling(node.value, last, k_names, depth + 1)
-        before = self.scaling(expr, last, k_names, depth + 1)
+        slot = f"{holder}[{key.value!r}]"
         if isinstance(node, ast.AugAssign):
-            op = AUG_NAMES.get(type(node.op))
-            if op in _DIVIDING_AUG:
-                return _divide(before, mentions(node.value, k_names), _factor(_number(node.value), divides=op != "MultiplyAssign"))
-            return _combine_sum(before, self.scaling(node.value, last, k_names, depth + 1)) if op in _SUMMING_AUG else UNKNOWN
-        call = node.value if isinstance(node, ast.Expr) else None
-        if isinstance(call, ast.Call) and method_of(call)[1] in _DIVIDING_METHODS and call.args:
-            return _divide(before, mentions(call.args[0], k_names))
-        return UNKNOWN
+            update = Definition(slot, "aug", node.value, last, op=AUG_NAMES.get(type(node.op)))
+        else:  # `out["loss"].div_(k)` (what `_writes_slot` accepts besides assignments)
+            assert isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            call = node.value
+            update = Definition(slot, "inplace", call.args[0] if call.args else None, last, op=method_of(call)[1])
+        updated = self._updated(self.scaling(expr, last, k_names, depth + 1), update, k_names, depth)
+        return updated if updated is not None else UNKNOWN  # a write the scaling does not read
 
     def _slot_scaling(self, expr: ast.Subscript | ast.Attribute, at: Stmt, k_names: set[str], depth: int) -> Optional[Scaling]:
         """`out["loss"]` (or `out.loss`) where `out = model(batch)` and the project code that runs
@@ -538,18 +537,25 @@ class DataFlow:
     def _path_scaling(self, base: Optional[Definition], updates: list[Definition], k_names, depth) -> Scaling:
         result = self._definition_scaling(base, k_names, depth) if base is not None else NEUTRAL
         for update in updates:
-            if update.value is None:
-                continue
-            if update.kind == "aug" and update.op in _DIVIDING_AUG:
-                by = _factor(_number(update.value), divides=update.op != "MultiplyAssign")
-                result = _divide(result, mentions(update.value, k_names), by)
-            elif update.kind == "aug" and update.op in _SUMMING_AUG:
-                result = _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
-            elif update.kind == "inplace" and update.op in _DIVIDING_METHODS:
-                result = _divide(result, mentions(update.value, k_names))
-            elif update.kind == "inplace" and update.op == "add_":
-                result = UNKNOWN
+            updated = self._updated(result, update, k_names, depth)
+            result = updated if updated is not None else result
         return result
+
+    def _updated(self, result: Scaling, update: Definition, k_names, depth) -> Optional[Scaling]:
+        """The scaling after an in-place update (`loss /= k`, `loss += aux`, `loss.div_(k)`,
+        `loss.add_(x)`); None for an update that does not change how the value is scaled."""
+        if update.value is None:
+            return None
+        if update.kind == "aug" and update.op in _DIVIDING_AUG:
+            by = _factor(_number(update.value), divides=update.op != "MultiplyAssign")
+            return _divide(result, mentions(update.value, k_names), by)
+        if update.kind == "aug" and update.op in _SUMMING_AUG:
+            return _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
+        if update.kind == "inplace" and update.op in _DIVIDING_METHODS:
+            return _divide(result, mentions(update.value, k_names))
+        if update.kind == "inplace" and update.op == "add_":
+            return UNKNOWN
+        return None
 
     def _definition_scaling(self, definition: Definition, k_names, depth) -> Scaling:
         if definition.kind == "assign" and definition.value is not None:
@@ -992,7 +998,7 @@ class DataFlow:
             value = _slot_value(display, slot)
             if value is None:
                 return None
-            found.append(not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1))
+            found.append(_returned_graph(flow, value, stmt, depth))
         return any(found)
 
     def _producer(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
@@ -1014,12 +1020,9 @@ class DataFlow:
             return None
         callee = self._producer(base.value, base.stmt)
         tail = returned_tail(callee.scope, start) if callee is not None else None
-        if not tail or callee is None:
+        if callee is None or not tail:
             return None
-        return any(
-            not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and callee.module.flow.carries_graph(value, stmt, depth + 1)
-            for value, stmt in tail
-        )
+        return any(_returned_graph(callee.module.flow, value, stmt, depth) for value, stmt in tail)
 
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
         if definition.stmt.no_grad or definition.value is None or self.graph_free:
@@ -1068,9 +1071,7 @@ class DataFlow:
 
     def canonical(self, name: str) -> str:
         """`grad` imported from torch.autograd -> `torch.autograd.grad`."""
-        head, dot, rest = name.partition(".")
-        origin = self.collected.imports.get(head)
-        return f"{origin}{dot}{rest}" if origin else name
+        return self.resolver.canonical(name)
 
     def _torch_function(self, name: str) -> bool:
         """`torch.cat`, `F.relu`: a function of the torch namespace, not a method of a value."""
@@ -1186,10 +1187,7 @@ class DataFlow:
         returned = returned_elements(callee.scope, index)
         if not returned:
             return None
-        return any(
-            not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1)
-            for value, stmt in returned
-        )
+        return any(_returned_graph(flow, value, stmt, depth) for value, stmt in returned)
 
     def _model_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
         """The project method a model call runs: `model(x)` its class's `forward`, `model.encode(x)`
@@ -1428,6 +1426,12 @@ def _passed_through(value: ast.expr, params: set[str], stmt: Stmt) -> bool:
         return False
     base, _ = reaching(value.id, stmt.scope, stmt.order, stmt)
     return base is None or base.kind == "param"
+
+
+def _returned_graph(flow: DataFlow, value: ast.expr, stmt: Stmt, depth: int) -> bool:
+    """A value project code returns (a forward's field, slot or tail) is shown to hold a graph
+    there: outside `no_grad`, not handed back by layers it walks (out of sight), and carrying one."""
+    return not stmt.no_grad and not _from_walked_layers(value, stmt.scope) and flow.carries_graph(value, stmt, depth + 1)
 
 
 def _from_walked_layers(value: ast.expr, scope: Scope, depth: int = 0) -> bool:

@@ -349,17 +349,18 @@ def _fires_at_zero(test: ast.expr, counter: ast.expr) -> bool:
     return False
 
 
-def _kept_in_range(definition: Definition, name: str) -> bool:
-    """`n = (n + 1) % k`, `n = n % k` or `n %= k`: the count wraps to 0 at the window's end."""
+def _wrapped_count(definition: Definition, name: str) -> Optional[int]:
+    """`n = (n + 1) % k` (1: it counts as it wraps), `n = n % k` or `n %= k` (0: it only wraps):
+    the count goes back to 0 at the window's end. None for any other binding."""
     value = definition.value
     if definition.kind == "aug":
-        return definition.op == "ModuloAssign"
+        return 0 if definition.op == "ModuloAssign" else None
     if definition.kind != "assign" or not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Mod)):
-        return False
-    counted = value.left
-    if isinstance(counted, ast.BinOp) and isinstance(counted.op, ast.Add) and int_value(counted.right) == 1:
-        counted = counted.left
-    return dotted(counted) == name
+        return None
+    counted, added = plus_constant(value.left)
+    if dotted(counted) != name or added not in (0, 1) or added == 0 and counted is not value.left:
+        return None
+    return added
 
 
 def _restarted_count(window: Window) -> Optional[str]:
@@ -384,9 +385,8 @@ def _restarted_count(window: Window) -> Optional[str]:
             resets += 1
         elif definition.kind == "aug" and int_value(value) == 1 and window.every_micro_step(stmt):
             counts += 1
-        elif _kept_in_range(definition, name) and window.every_micro_step(stmt):
-            # `n = (n + 1) % k` counts and wraps at once; `n %= k` after `n += 1` only wraps
-            counts += int(definition.kind == "assign" and isinstance(value, ast.BinOp) and isinstance(value.left, ast.BinOp))
+        elif (wrapped := _wrapped_count(definition, name)) is not None and window.every_micro_step(stmt):
+            counts += wrapped  # `n = (n + 1) % k` counts and wraps at once; `n %= k` only wraps
             resets += 1
         else:
             return None
