@@ -10,46 +10,28 @@ from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import class_like, data_names_in, dotted, last_part
 
 
-_MEMO: dict[int, tuple[Event, frozenset[str]]] = {}
-_THROUGH_OUTPUTS: dict[int, tuple[Event, frozenset[str]]] = {}
+_MEMO: dict[tuple[int, bool], tuple[Event, frozenset[str]]] = {}
 
 
-def backward_ancestry(scope: Scope, events: list[Event], only=None) -> set[str]:
-    """Names read on the way to the tensors of the backward events (optionally those `only` keeps)."""
+def backward_ancestry(scope: Scope, events: list[Event], only=None, into_outputs: bool = False) -> set[str]:
+    """Names read on the way to the tensors of the backward events (optionally those `only` keeps),
+    and with `into_outputs` also through the output a field is read from (`loss = outputs.loss`
+    reaches `outputs = model(x, memory=memory)` and so `memory`)."""
     found: set[str] = set()
     for event in events:
         if event.kind != BACKWARD or event.tensor is None or (only is not None and not only(event)):
             continue
-        memo = _MEMO.get(id(event))
+        key = (id(event), into_outputs)
+        memo = _MEMO.get(key)
         if memo is None or memo[0] is not event:
-            memo = (event, frozenset(_ancestry_of(scope, event)))
-            _MEMO[id(event)] = memo
-        found |= memo[1]
-    return found
-
-
-def ancestry_through_outputs(scope: Scope, events: list[Event]) -> set[str]:
-    """Names read on the way to the backward events' tensors, through the output a field is read
-    from (`loss = outputs.loss` reaches `outputs = model(x, memory=memory)` and so `memory`)."""
-    found: set[str] = set()
-    for event in events:
-        if event.kind != BACKWARD or event.tensor is None:
-            continue
-        memo = _THROUGH_OUTPUTS.get(id(event))
-        if memo is None or memo[0] is not event:
-            memo = (event, frozenset(ancestry_definitions(scope, event, into_outputs=True)))
-            _THROUGH_OUTPUTS[id(event)] = memo
+            memo = (event, frozenset(ancestry_definitions(scope, event, into_outputs=into_outputs)))
+            _MEMO[key] = memo
         found |= memo[1]
     return found
 
 
 def forget_ancestry() -> None:
     _MEMO.clear()
-    _THROUGH_OUTPUTS.clear()
-
-
-def _ancestry_of(scope: Scope, event: Event) -> set[str]:
-    return set(ancestry_definitions(scope, event))
 
 
 def ancestry_definitions(scope: Scope, event: Event, into_outputs: bool = False) -> dict[str, list[Definition]]:

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Optional
 import ast
 
 from accumlint.analysis import ModuleFacts
-from accumlint.analysis.ancestry import ancestry_through_outputs, backward_ancestry
+from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Definition, Loop, Occurrence, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP, Event
@@ -100,7 +100,7 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
     for occurrence in scope.occurrences:
         if loop.contains(occurrence.stmt) and occurrence.name not in first:
             first[occurrence.name] = occurrence
-    loop_graph = ancestry_through_outputs(scope, [e for e in events if loop.contains(e.stmt) and not e.helper])
+    loop_graph = backward_ancestry(scope, events, only=lambda e: loop.contains(e.stmt) and not e.helper, into_outputs=True)
     backward_stmts = {id(e.stmt) for e in events if e.kind == BACKWARD and loop.contains(e.stmt)}
     last_backward = max(e.order for e in events if e.kind == BACKWARD and loop.contains(e.stmt))
     for name, occurrence in first.items():

@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, settings
-from accumlint.analysis.ancestry import ancestry_definitions, ancestry_through_outputs, backward_ancestry
+from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
@@ -160,7 +160,7 @@ def _repeating_loop(event: Event, events: list[Event]) -> Optional[Loop]:
 
 def _shares_graph(event: Event, inner: Loop, sf, facts: ModuleFacts) -> bool:
     """The repeated backward runs through values built before the inner loop (shared features)."""
-    for name in ancestry_through_outputs(sf.scope, [event]):
+    for name in backward_ancestry(sf.scope, [event], into_outputs=True):
         for definition in sf.scope.definitions(name):
             if definition.kind == "for" and definition.stmt.node is inner.node and not _counts(inner):
                 iterable = inner.iter_expr
@@ -183,7 +183,7 @@ def _chains(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
     """A state read before it is reassigned in the loop, from a graph-carrying value: each
     iteration's graph then hangs on the previous one."""
     scope: Scope = sf.scope
-    for name in sorted(ancestry_through_outputs(scope, [event])):
+    for name in sorted(backward_ancestry(scope, [event], into_outputs=True)):
         definitions = [d for d in scope.definitions(name) if outer.contains(d.stmt) and d.kind in {"assign", "unpack"}]
         if not definitions:
             continue
