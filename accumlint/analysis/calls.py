@@ -545,11 +545,14 @@ class Resolver:
         """`nn.DataParallel`, `DDP` imported as such, or a project class built on one
         (`class BalancedDataParallel(DataParallel)`, whose own forward still splits the batch, runs
         the wrapped module on each part and gathers what it returns)."""
-        if last_part(self.canonical(name)) in _DATA_PARALLEL:
+        return self.built_on(name, _DATA_PARALLEL)
+
+    def built_on(self, name: str, library_classes: frozenset[str]) -> bool:
+        """The called name is one of these library classes (by its last part, read through the
+        imports), or a project class built on one, here or in another module of the project."""
+        if last_part(self.canonical(name)) in library_classes:
             return True
-        if not class_like(name) or not self._project_class(name):
-            return False
-        return any(last_part(base) in _DATA_PARALLEL for base in self.class_library_bases(name))
+        return class_like(name) and any(last_part(base) in library_classes for base in self.class_library_bases(name))
 
     def built_class(self, call: ast.Call, scope: Scope) -> Optional[str]:
         """The project class a call builds (`Scaler()`, or a project factory that returns one), by

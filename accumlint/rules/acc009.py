@@ -18,7 +18,7 @@ from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import class_like, dotted, is_true, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import dotted, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
@@ -472,9 +472,7 @@ def _builds_wrapper(value: Optional[ast.expr], module: AnalysedModule) -> bool:
     # decided by the called name alone: asked for every call-made definition, worked out once per name
     memo = cast("dict[str, bool]", module.collected.memo.setdefault("acc009.wrapper_names", {}))
     if name not in memo:
-        memo[name] = _library_wrapper(value, module.roles) or class_like(last_part(name)) and any(
-            last_part(base) in ddp.WRAPPERS for base in module.resolver.class_library_bases(name)
-        )
+        memo[name] = module.resolver.built_on(name, ddp.WRAPPERS)
     return bool(memo[name])
 
 
