@@ -48,6 +48,8 @@ _NO_GRAPH_FUNCTIONS = {
 _BUFFER_FACTORIES = frozenset({"zeros", "ones", "empty", "full", "zeros_like", "ones_like", "empty_like", "full_like"})
 _MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "bfloat16"})
 _ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
+# Builtins that hold what they are given, and no more: `dict(loss=loss.item())` is no output
+_CONTAINER_BUILTINS = frozenset({"dict", "list", "tuple", "set"})
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 # What `X.from_pretrained(...)` loads that is no module: its calls give token ids or features, no graph.
@@ -1333,6 +1335,8 @@ class DataFlow:
             return False
         if full in _ITERATING_BUILTINS and full not in self.collected.imports:
             return False  # `data = next(loader)`, `loader = iter(train_loader)`: data, not an output
+        if full in _CONTAINER_BUILTINS and full not in self.collected.imports:
+            return False  # `log = dict(loss=loss.item())`: what it holds is read from its arguments
         return receiver is None or not self._local_value(receiver, at)
 
     def instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:

@@ -15,11 +15,12 @@ from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
 from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
+from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
 from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
-from accumlint.model import Fix, Violation
+from accumlint.model import Fix, Origin, Violation
 from accumlint.rules.common import checking_test_loop, place_in
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
@@ -29,6 +30,7 @@ NAME = "retain-graph-in-loop"
 SUMMARY = "backward(retain_graph=True) keeps a graph nothing uses again"
 FIX: FixSafety = "unsafe"
 _GRADIENT_EVENTS = {STEP, ZERO, CLIP, UNSCALE, UPDATE}
+_FILLING = {"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"}
 
 
 def _touches_grad(node: ast.AST) -> bool:
@@ -96,7 +98,7 @@ def _through_the_same_graph(event: Event, first: dict[str, list[Definition]], la
         return True
     for name in first.keys() & second.keys():
         if not first[name] or not second[name]:
-            if _may_carry(name, scope, facts):
+            if _may_carry(name, scope, facts.analysed):
                 return True
             continue
         common = [d for d in first[name] if any(d is other for other in second[name])]
@@ -125,14 +127,14 @@ def _reads_own_methods(definition: Definition, scope: Scope) -> bool:
     )
 
 
-def _may_carry(name: str, scope: Scope, facts: ModuleFacts) -> bool:
+def _may_carry(name: str, scope: Scope, module: AnalysedModule) -> bool:
     """A name bound outside this function: graph-free only when every binding in sight is."""
-    if name.split(".")[0] in facts.collected.imports:
+    if name.split(".")[0] in module.collected.imports:
         return False  # `torch.FloatTensor`, `np.random`: a module, no tensor
     if settings.read_from_settings(name):
         return False  # `self.training_args.clip_loss_value`: a setting handed to a loss function
     bindings = [d for seen in scope.sight() for d in seen.definitions(name)]
-    return not bindings or any(d.kind == "param" or facts.flow._definition_carries(d, 0) for d in bindings)
+    return not bindings or any(d.kind == "param" or module.flow._definition_carries(d, 0) for d in bindings)
 
 
 def _loss_names(tensor: Optional[ast.expr]) -> set[str]:
@@ -385,7 +387,88 @@ def _helper_site(found: Reached, handed: str) -> str:
     return f"`{found.event.stmt.scope.name}()` ({where}) runs `backward(retain_graph=True)` on the `{handed}` handed in here"
 
 
+def _graph_built_in_the_call(call: Event, found: Reached, caller_flow: DataFlow) -> bool:
+    """The called function's backward runs through a graph that only this call can reach: the
+    function is called directly by the loop and runs no loop around the backward, no later
+    backward and no `torch.autograd.grad`; every value the backward runs through is made in the
+    call, from arguments that carry no graph (the loop's batch) or attributes the class never
+    sets to a graph; and the call neither returns a graph nor keeps one on the object."""
+    helper, module = found.event.stmt.scope, found.module
+    if call.call is None or call.callee is None or len(found.calls) != 1 or found.event.stmt.loops:
+        return False
+    if any(e.kind == BACKWARD and e.order > found.event.order for e in module.direct[id(helper)]):
+        return False
+    if any(method_of(site.call)[1] == "grad" for site in helper.calls):
+        return False
+    bound = bound_arguments(call.call, call.callee)
+    if bound is None:
+        return False
+    for name, definitions in ancestry_definitions(helper, found.event, into_outputs=True).items():
+        if name in helper.params and name not in {"self", "cls"}:
+            argument = bound.get(name)
+            if argument is None or caller_flow.carries_graph(argument, call.stmt):
+                return False
+        elif not definitions and _may_carry(name, helper, module):
+            return False
+    if any(module.flow.carries_graph(value, stmt) for value, stmt in helper.returns):
+        return False
+    return not _object_keeps_a_graph(helper, module)
+
+
+def _object_keeps_a_graph(helper: Scope, module: AnalysedModule) -> bool:
+    """Some method of the class sets or fills an attribute with a graph-carrying value (`self.h =
+    out`, `self.history.append(loss)`): a later call may run backward through it."""
+    for scope in helper.class_scopes or [helper]:
+        for name, definitions in scope.defs.items():
+            if name.startswith("self.") and any(module.flow._definition_carries(d, 0) for d in definitions):
+                return True
+        for stmt in scope.stmts:
+            node = stmt.node
+            if isinstance(node, ast.Assign) and any((subscript_holder(t) or "").startswith("self.") for t in node.targets):
+                if module.flow.carries_graph(node.value, stmt):
+                    return True  # `self.by_step[i] = loss`
+        for site in scope.calls:
+            receiver, method = method_of(site.call)
+            held = dotted(receiver) if receiver is not None else None
+            if held is None or not held.startswith("self.") or method not in _FILLING:
+                continue
+            values = [*site.call.args, *(kw.value for kw in site.call.keywords)]
+            if any(module.flow.carries_graph(value, site.stmt) for value in values):
+                return True
+    return False
+
+
+def _kept_by_called_steps(facts: ModuleFacts) -> Iterator[Violation]:
+    """The last backward of a function a loop calls every iteration (an agent's `train(batch)`)
+    that keeps a graph built in that call, which nothing outside the call can reach."""
+    reported: set[int] = set()
+    for sf in facts.scopes:
+        for event in sf.events:
+            if event.kind != BACKWARD or not event.stmt.loops or event.callee is None:
+                continue
+            for found in reached(event, BACKWARD):
+                if not retains_graph(found.event) or id(found.event.call) in reported:
+                    continue
+                if not _graph_built_in_the_call(event, found, facts.flow):
+                    continue
+                reported.add(id(found.event.call))
+                assert found.event.call is not None
+                message = (
+                    f"`retain_graph=True` keeps the graph of this call of `{found.event.stmt.scope.name}()` "
+                    f"({found.path('every iteration')}) alive after its last backward, but the graph is built "
+                    "in the call and nothing outside it can reach it: no later backward goes through it"
+                )
+                if found.module is facts.analysed:
+                    edit = remove_keyword(facts.source, found.event.call, "retain_graph")
+                    fix = Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None
+                    yield Violation(CODE, message, found.event.call, fix)
+                elif found.module.path is not None and found.module.source is not None:
+                    origin = Origin(str(found.module.path), found.module.source)
+                    yield Violation(CODE, message, found.event.call, origin=origin)
+
+
 def check(facts: ModuleFacts) -> Iterator[Violation]:
+    yield from _kept_by_called_steps(facts)
     for sf in facts.scopes:
         for event, through in _retaining(sf):
             assert event.call is not None
