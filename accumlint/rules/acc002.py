@@ -162,6 +162,32 @@ def _reads_parameter(expr: ast.expr, param: str) -> bool:
     return False
 
 
+def _detached_before(method: Scope, param: str, stmt: Stmt) -> bool:
+    """`if isinstance(val, torch.Tensor): val = val.detach().clone()` (or `val = val.item()`, also
+    with no `if`) before the store: every tensor that reaches the store was detached, and what
+    the test lets through untouched is no tensor."""
+    for definition in method.definitions(param):
+        if definition.kind != "assign" or definition.order >= stmt.order or definition.value is None:
+            continue
+        if _reads_parameter(definition.value, param) or param not in names_in(definition.value):
+            continue  # not a detached copy of the value handed in
+        if all(isinstance(node, ast.If) and branch == "body" and _tests_for_a_tensor(node.test, param)
+               for node, branch in definition.stmt.path):
+            return True
+    return False
+
+
+def _tests_for_a_tensor(test: ast.expr, param: str) -> bool:
+    """`isinstance(val, torch.Tensor)`, `torch.is_tensor(val)`."""
+    if not isinstance(test, ast.Call) or not test.args or dotted(test.args[0]) != param:
+        return False
+    func = dotted(test.func) or ""
+    if func == "isinstance" and len(test.args) == 2:
+        kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
+        return any(last_part(dotted(kind)) == "Tensor" for kind in kinds)
+    return last_part(func) == "is_tensor"
+
+
 def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
     """The parameters a method keeps on its object across calls (`self.sum += val * n`,
     `self.preds.append(pred)` with no reset in the method): parameter -> attribute."""
@@ -176,7 +202,7 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
         if not lifetimes.own_attribute(holder) or next(lifetimes.resets(method, holder), None) is not None:
             continue
         for param in params:
-            if param not in kept and _reads_parameter(value, param):
+            if param not in kept and _reads_parameter(value, param) and not _detached_before(method, param, stmt):
                 kept[param] = holder
     memo[id(method)] = kept
     return kept
