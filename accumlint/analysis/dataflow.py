@@ -28,6 +28,10 @@ _MODULE_REDUCTIONS = {"mean", "sum", "squeeze", "unsqueeze", "reshape", "flatten
 _DIVIDING_METHODS = {"div", "div_", "divide", "true_divide", "true_divide_", "mul", "mul_", "multiply"}
 _DIVIDING_OPERATORS = (ast.Div, ast.FloorDiv, ast.Mult)
 _DIVIDING_AUG = {"DivideAssign", "FloorDivideAssign", "MultiplyAssign"}
+# The number of processes a distributed mean divides by (`rt /= world_size`,
+# `loss / dist.get_world_size()`): a mean over ranks, never the accumulation window.
+_PROCESS_COUNTS = {"world_size", "get_world_size", "num_processes", "n_gpu", "n_gpus", "num_gpus", "ngpus", "nprocs",
+                   "num_replicas", "num_replicas_in_sync"}
 _SUMMING_AUG = {"AddAssign", "SubtractAssign"}
 
 _NO_GRAPH_METHODS = {
@@ -401,6 +405,8 @@ class DataFlow:
         if isinstance(expr, ast.BinOp):
             if isinstance(expr.op, _DIVIDING_OPERATORS):
                 left = self.scaling(expr.left, at, k_names, depth + 1)
+                if isinstance(expr.op, ast.Div) and _process_count(expr.right, k_names):
+                    return left  # `loss / world_size`: a mean over ranks, no window division
                 own = isinstance(expr.op, ast.Div) and _own_size(expr.left, expr.right, k_names)
                 if own or (
                     isinstance(expr.op, (ast.Div, ast.Mult)) and _number(expr.left) is None
@@ -548,12 +554,16 @@ class DataFlow:
         `loss.add_(x)`); None for an update that does not change how the value is scaled."""
         if update.value is None:
             return None
+        if update.kind == "aug" and update.op == "DivideAssign" and _process_count(update.value, k_names):
+            return None  # `rt /= world_size`: a mean over ranks
         if update.kind == "aug" and update.op in _DIVIDING_AUG:
             by = _factor(_number(update.value), divides=update.op != "MultiplyAssign")
             return _divide(result, mentions(update.value, k_names), by)
         if update.kind == "aug" and update.op in _SUMMING_AUG:
             return _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
         if update.kind == "inplace" and update.op in _DIVIDING_METHODS:
+            if update.op.startswith("div") and _process_count(update.value, k_names):
+                return None
             return _divide(result, mentions(update.value, k_names))
         if update.kind == "inplace" and update.op == "add_":
             return UNKNOWN
@@ -691,6 +701,19 @@ class DataFlow:
             return UNKNOWN
         return SOURCE
 
+    def _passed_through(self, call: ast.Call, at: Stmt) -> Optional[ast.expr]:
+        """The argument a project function returns as it was handed in, up to copies, casts and a
+        mean over ranks (`val = val.clone(); dist.all_reduce(val); return val / world_size`):
+        read at this call, whatever other calls of the function hand it."""
+        callee = self.callee_of(call, at)
+        if callee is None or not callee.scope.returns:
+            return None
+        params = {_passed_param(value, stmt) for value, stmt in callee.scope.returns}
+        if len(params) != 1 or None in params:
+            return None
+        bound = _bound_to(call, callee.scope.params, {params.pop() or ""})
+        return bound[0] if len(bound) == 1 and not isinstance(bound[0], ast.Starred) else None
+
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
         """The return values of the function the call runs, with the data flow of its module."""
         callee = self.callee_of(call, at)
@@ -776,6 +799,8 @@ class DataFlow:
                 return inner if self._mean_loss(whole, at) else _summed(inner)
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
+            if not method.startswith(("mul", "multiply")) and len(call.args) == 1 and _process_count(call.args[0], k_names):
+                return inner
             number = _number(call.args[0]) if len(call.args) == 1 and not call.keywords else None
             if method.startswith(("mul", "multiply")):
                 return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args), _factor(number, divides=False))
@@ -791,9 +816,14 @@ class DataFlow:
         full = dotted(call.func) or ""
         if full.rsplit(".", 1)[-1] in {"div", "divide", "true_divide", "mul", "multiply"} and len(call.args) >= 2:
             inner = self.scaling(call.args[0], at, k_names, depth + 1)
+            if not full.endswith(("mul", "multiply")) and _process_count(call.args[1], k_names):
+                return inner
             return _divide(inner, mentions(call.args[1], k_names))
         if full in {"sum", "torch.stack", "torch.cat"}:
             return UNKNOWN
+        passed = self._passed_through(call, at)
+        if passed is not None:  # `loss = reduce_mean(loss, world_size)`: as scaled as what it is handed
+            return self.scaling(passed, at, k_names, depth + 1)
         helper = self._helper_returns(call, at)
         if helper is not None:
             return self._returns_scaling(helper, k_names, depth)
@@ -1682,6 +1712,46 @@ def _prefixes(name: str) -> list[str]:
     """`self.model.head` -> `self.model.head`, `self.model` (not `self`): the objects a call is made on."""
     parts = name.split(".")
     return [".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) not in {"self", "cls"}]
+
+
+def _passed_param(value: ast.expr, at: Stmt, depth: int = 0) -> Optional[str]:
+    """The parameter `value` is, up to copies and casts (`.clone()`, `.float()`), in-place collective
+    calls and division by the number of ranks; None for anything else."""
+    if depth > 6:
+        return None
+    if isinstance(value, ast.Call):
+        receiver, method = method_of(value)
+        if receiver is None or method not in _PASS_THROUGH_METHODS - {"mean", "sum"} or value.args and method != "to":
+            return None
+        return _passed_param(receiver, at, depth + 1)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) and _process_count(value.right, set()):
+        return _passed_param(value.left, at, depth + 1)
+    if not isinstance(value, ast.Name):
+        return None
+    base, updates = reaching(value.id, at.scope, at.order, at)
+    if base is None or any(not _rank_mean_update(u) for u in updates):
+        return None
+    if base.kind == "param":
+        return base.name if base.name not in {"self", "cls"} else None
+    if base.kind != "assign" or base.value is None:
+        return None
+    return _passed_param(base.value, base.stmt, depth + 1)
+
+
+def _rank_mean_update(update: Definition) -> bool:
+    """`rt /= world_size`, or an in-place call that neither scales nor adds (`dist.all_reduce(rt)`)."""
+    if update.kind == "aug":
+        return update.op == "DivideAssign" and _process_count(update.value, set())
+    return update.kind == "inplace" and update.op not in _DIVIDING_METHODS and update.op != "add_"
+
+
+def _process_count(divisor: Optional[ast.expr], k_names: set[str]) -> bool:
+    """`world_size`, `args.world_size`, `dist.get_world_size()`, `accelerator.num_processes`: the
+    number of ranks a distributed mean divides by, not a count of micro-steps."""
+    if divisor is None or mentions(divisor, k_names):
+        return False
+    named = dotted(divisor.func) if isinstance(divisor, ast.Call) and not divisor.args else dotted(divisor)
+    return named is not None and last_part(named) in _PROCESS_COUNTS
 
 
 def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool:
