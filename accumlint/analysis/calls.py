@@ -449,10 +449,31 @@ class Resolver:
                 return None
         if annotated is not None:
             classes.add(annotated)
-        if len(classes) != 1:
+        cls = self._one_class(classes)
+        return cls if cls is not None and self._of_project(cls) else None
+
+    def _one_class(self, classes: set[str]) -> Optional[str]:
+        """The one class these names all name (`optimizers: Optimizers` imported here, and the token
+        for the class a factory of its module returns, are one class); None for two classes."""
+        if len(classes) <= 1:
+            return next(iter(classes), None)
+        identities = {self._class_identity(cls) for cls in classes}
+        if len(identities) != 1 or None in identities:
             return None
-        cls = classes.pop()
-        return cls if self._of_project(cls) else None
+        return min(classes, key=lambda cls: (cls in self._foreign, cls))  # a name this module reads
+
+    def _class_identity(self, cls: str, depth: int = 0) -> Optional[tuple[int, str]]:
+        """The module that defines the class a name (or another module's token) stands for, and
+        its name there."""
+        if depth > _MAX_DEPTH:
+            return None
+        if cls in self._foreign:
+            resolver, name = self._foreign[cls]
+            return resolver._class_identity(name, depth + 1)
+        if cls in self.module.collected.classes:
+            return id(self.module), cls
+        found = self._imported_class(cls, depth)
+        return (id(found[0].module), found[1].name) if found is not None else None
 
     def model_class(self, name: str, scope: Scope, depth: int = 0) -> Optional[str]:
         """The project module class whose `forward` calling `name` runs: the class it holds an

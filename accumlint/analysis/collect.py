@@ -7,7 +7,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Mapping, Optional, Union
 
-from accumlint.analysis.entries import STEP_METHODS, gates_its_own_window, runs_whole_window, steps_each_optimizer
+from accumlint.analysis.entries import gates_its_own_window, may_step, runs_whole_window, steps_each_optimizer
 from accumlint.analysis.exprs import dotted, is_constant, last_part, literal_element, method_of
 from accumlint.frameworks import keras, lightning
 
@@ -308,8 +308,7 @@ def _step_after_a_loop(scope: Scope) -> bool:
     """A `.step(...)` call of this function outside its loops, and a loop of it: read from what
     was collected, so that most functions are not walked again."""
     return any(loop.parent is None for loop in scope.loops) and any(
-        not site.stmt.loops and isinstance(site.call.func, ast.Attribute) and site.call.func.attr in STEP_METHODS
-        for site in scope.calls
+        not site.stmt.loops and may_step(site.call) for site in scope.calls
     )
 
 

@@ -37,6 +37,21 @@ def _method_calls(nodes: Iterator[ast.AST], names: frozenset[str]) -> bool:
     )
 
 
+def may_step(node: ast.AST) -> bool:
+    """`optimizer.step()`, or a method of the object or of what it holds named for stepping
+    (`self.step_one()`, `self.optimizers.optimizer_scaler_step_all(scaler)`): whether it steps is
+    left to the events, once the call is resolved."""
+    if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+        return False
+    if node.func.attr in STEP_METHODS:
+        return True
+    owner = node.func.value
+    while isinstance(owner, ast.Attribute):
+        owner = owner.value
+    own = isinstance(owner, ast.Name) and owner.id == "self"
+    return own and "step" in node.func.attr.lower().strip("_").split("_")
+
+
 def steps_each_optimizer(loop: ast.AST) -> bool:
     """`for optimizer in self.optimizers: scaler.step(optimizer)`: a loop over optimizers, not
     over data, whose body steps the one its target names (as receiver or argument)."""
@@ -138,15 +153,19 @@ def runs_whole_window(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     after it an optimizer step, both outside any other loop of the function: one update per call.
     Whether the loop's calls run a backward is left to the events."""
     nodes = list(_unlooped(function.body))
-    steps = [
-        node.lineno for node in nodes
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in STEP_METHODS
-    ]
-    if not steps:
+    calls = [node for node in nodes if isinstance(node, ast.Call)]
+    steps = [node.lineno for node in calls if isinstance(node.func, ast.Attribute) and node.func.attr in STEP_METHODS]
+    named = [node.lineno for node in calls if may_step(node)]  # methods named for a step, resolved later
+    if not named:
         return False
+
+    def stepped_after(loop: ast.For | ast.AsyncFor) -> bool:
+        end = loop.end_lineno or loop.lineno
+        return end < min(steps) if steps else any(end < line for line in named)
+
     return any(
         isinstance(loop, (ast.For, ast.AsyncFor)) and over_micro_batches(loop.iter)
-        and (loop.end_lineno or loop.lineno) < min(steps)
+        and stepped_after(loop)
         and any(isinstance(inner, ast.Call) for statement in loop.body for inner in ast.walk(statement))
         for loop in nodes
     )
