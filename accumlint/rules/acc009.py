@@ -398,7 +398,7 @@ def _holds_wrapping(definition: Definition, scope: Scope, facts: ModuleFacts, de
     value = definition.bound_value()
     if value is None and definition.kind == "unpack":
         return _wraps(definition.value, scope, facts, definition.name, definition.index)
-    if _wraps(value, scope, facts, definition.name):
+    if _wraps(value, scope, facts, definition.name) or _wrapped_when(value, facts):
         return True
     if not isinstance(value, ast.Name) or depth >= 2:
         return False
@@ -406,6 +406,18 @@ def _holds_wrapping(definition: Definition, scope: Scope, facts: ModuleFacts, de
         d for d in scope.definitions(value.id) if d.order < definition.order and d.stmt.compatible(definition.stmt)
     ]
     return bool(earlier) and _holds_wrapping(earlier[-1], scope, facts, depth + 1)
+
+
+def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
+    """`DDP(net, ...) if args.distributed else net`: the model, wrapped when the run is
+    distributed, as `if args.distributed: model = DDP(net)` would make it."""
+    if not isinstance(value, ast.IfExp):
+        return False
+    for wrapped, bare in ((value.body, value.orelse), (value.orelse, value.body)):
+        if _builds_wrapper(wrapped, facts.analysed) and isinstance(wrapped, ast.Call) and wrapped.args:
+            if dotted(wrapped.args[0]) is not None and dotted(wrapped.args[0]) == dotted(bare):
+                return True
+    return False
 
 
 def _preparer(definition: Definition, facts: ModuleFacts) -> Optional[str]:
