@@ -4,6 +4,7 @@ value still carries an autograd graph. Both answer "unknown" rather than guess."
 from __future__ import annotations
 
 import ast
+import builtins
 import math
 import operator
 import re
@@ -54,6 +55,7 @@ _MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "bfloat16"})
 _ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
 # Builtins that hold what they are given, and no more: `dict(loss=loss.item())` is no output
 _CONTAINER_BUILTINS = frozenset({"dict", "list", "tuple", "set"})
+_BUILTIN_NAMES = frozenset(dir(builtins))
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 # What `X.from_pretrained(...)` loads that is no module: its calls give token ids or features, no graph.
@@ -1434,11 +1436,21 @@ class DataFlow:
 
 def _sites_running(flow: DataFlow, function: Scope, runs: Callable[[Callee], bool]) -> list[CallSite]:
     """The call sites of the flow's module that name `function` and resolve to a callee `runs` accepts."""
+    called = function.name == "__call__"  # `scaler(loss, ...)` on an instance runs it
     return [
         site for scope in flow.collected.scopes for site in scope.calls
-        if last_part(dotted(site.call.func)) == function.name
+        if (last_part(dotted(site.call.func)) == function.name or called and _instance_call(site.call, flow))
         and (callee := flow.resolver.resolve(site.call, scope)) is not None and runs(callee)
     ]
+
+
+def _instance_call(call: ast.Call, flow: DataFlow) -> bool:
+    """`scaler(...)`, `self.loss_scaler(...)`: a call of a name that is no function or class of the
+    module, nor an import, which may be an object's `__call__`."""
+    name = dotted(call.func)
+    if name is None or name in flow.collected.imports or name in flow.collected.classes:
+        return False
+    return not (isinstance(call.func, ast.Name) and (name in flow.resolver.module.top_functions or name in _BUILTIN_NAMES))
 
 
 def _runs(callee: Callee, path: Path, function: Scope) -> bool:
