@@ -8,6 +8,7 @@ the next one reads or changes the gradients (no `.grad`, no step, zero_grad, cli
 from __future__ import annotations
 
 import ast
+import builtins
 from dataclasses import replace
 from typing import Iterator, Optional
 
@@ -17,7 +18,7 @@ from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, subscript_holder
+from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
 from accumlint.model import Fix, Origin, Violation
@@ -30,6 +31,7 @@ NAME = "retain-graph-in-loop"
 SUMMARY = "backward(retain_graph=True) keeps a graph nothing uses again"
 FIX: FixSafety = "unsafe"
 _GRADIENT_EVENTS = {STEP, ZERO, CLIP, UNSCALE, UPDATE}
+_BUILTINS = frozenset(dir(builtins))
 _FILLING = {"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"}
 
 
@@ -209,7 +211,9 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
     node = scope.node
     star = node.args.vararg.arg if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.args.vararg else None
     called = {dotted(site.call.func) for site in scope.calls}
-    for name, definitions in ancestry_definitions(scope, event).items():
+    ancestry = ancestry_definitions(scope, event)
+    fresh = _forward_in(ancestry, outer, facts)
+    for name, definitions in ancestry.items():
         if name == star:
             return name
         if not definitions or any(outer.contains(d.stmt) for d in scope.definitions(name)):
@@ -220,7 +224,56 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
             return name
         if _written_into_before(name, scope, outer):
             return name
+        if not fresh and any(_made_by_a_forward(d, facts) for d in definitions):
+            return name  # nothing in the loop runs a forward: the graph can only come from before it
     return None
+
+
+def _forward_in(ancestry: dict[str, list[Definition]], outer: Loop, facts: ModuleFacts) -> bool:
+    """A call on the way to the backward, inside the loop, that may start a graph (a model's
+    forward, a project function): not only library functions and tensor methods of what the loop
+    reads (`paddle.argmax(score)`, `(score * onehot).sum()` over scores computed before it)."""
+    for definitions in ancestry.values():
+        for definition in definitions:
+            if not outer.contains(definition.stmt) or definition.value is None:
+                continue
+            for sub in ast.walk(definition.value):
+                if isinstance(sub, ast.Call) and _may_start_a_graph(sub, definition.stmt, facts):
+                    return True
+    return False
+
+
+def _may_start_a_graph(call: ast.Call, at: Stmt, facts: ModuleFacts) -> bool:
+    """Not a builtin (`int(i)`, `len(x)`), a library's function (`torch.sum`, `paddle.argmax`) or
+    a tensor method of a value the function computed: a model, a project function, an object's
+    method, any of which may run a forward."""
+    func = dotted(call.func) or ""
+    if isinstance(call.func, ast.Name) and func in _BUILTINS and func not in facts.collected.imports:
+        return False
+    if func.split(".", 1)[0] in facts.collected.imports and not facts.analysed.resolver.points_into_project(call):
+        return False
+    receiver, _ = method_of(call)
+    name = dotted(receiver) if receiver is not None else None
+    if receiver is not None and facts.flow._local_value(receiver, at) and not facts.flow._names_a_model(name or "", at):
+        return False
+    return True
+
+
+def _made_by_a_forward(definition: Definition, facts: ModuleFacts, depth: int = 0) -> bool:
+    """The value was made, here or through the names it reads, by a call that may run a forward
+    (`extra = result["extra_data"]` with `result = self.predict(image)`), not from library
+    functions of data (`x = torch.arange(0, 1, 0.1)`, `y = x * 0.5`)."""
+    if definition.kind not in {"assign", "unpack"} or definition.value is None or depth > 4:
+        return False
+    for sub in ast.walk(definition.value):
+        if isinstance(sub, ast.Call) and _may_start_a_graph(sub, definition.stmt, facts):
+            return True
+    scope = definition.stmt.scope
+    for name in names_in(definition.value):
+        earlier = [d for d in scope.definitions(name) if d.order < definition.order]
+        if earlier and _made_by_a_forward(earlier[-1], facts, depth + 1):
+            return True
+    return False
 
 
 def _holds_modules(name: str, scope: Scope) -> bool:
