@@ -68,10 +68,18 @@ def _subscript_key(value: Optional[ast.expr]) -> bool:
 
 
 def _bound_to_one(name: str, collected: Collected) -> bool:
-    """Every assignment of the name is a literal 1 (or 0): no window at all."""
+    """Every assignment of the name is a literal 1 (or 0): no window at all. So is an object's
+    field that every construction of the object sets so (`accelerator.gradient_accumulation_steps`
+    with `accelerator = Accelerator(..., gradient_accumulation_steps=1)`)."""
     definitions = [d for scope in collected.scopes for d in scope.definitions(name)]
     if not definitions:
-        return False
+        owner, _, field = name.rpartition(".")
+        built = [d for scope in collected.scopes for d in scope.definitions(owner)] if owner else []
+        return bool(built) and all(
+            d.kind == "assign" and isinstance(d.value, ast.Call)
+            and (given := keyword(d.value, field)) is not None and (value := int_value(given)) is not None and value <= 1
+            for d in built
+        )
     values = [int_value(d.value) if d.kind == "assign" else None for d in definitions]
     return all(v is not None and v <= 1 for v in values)
 

@@ -1,0 +1,33 @@
+"""ACC012 and `accelerator.gradient_accumulation_steps` of an Accelerator built with
+`gradient_accumulation_steps=1`: the count is 1, so stepping every batch is right (silent). Built
+with 4, the same loop is reported."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from tests.snippets import findings_of
+
+ACCELERATE = """
+from accelerate import Accelerator
+
+accelerator = Accelerator(mixed_precision="fp16", gradient_accumulation_steps=STEPS)
+
+
+def train(model, optimizer, loader, criterion):
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    for batch in loader:
+        loss = criterion(model(batch["x"]), batch["y"])
+        loss = loss / accelerator.gradient_accumulation_steps
+        accelerator.backward(loss)
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize("steps,found", [("1", 0), ("4", 1)])
+def test_accumulation_steps_of_an_accelerator_built_with_one(steps: str, found: int) -> None:
+    source = textwrap.dedent(ACCELERATE).replace("STEPS", steps)
+    assert len(findings_of(source, "ACC012")) == found
