@@ -16,6 +16,7 @@ from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, n
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
+from accumlint.rules.common import in_a_test
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
 
@@ -930,6 +931,8 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         scope = sf.scope
         if not scope.loops and scope.class_node is None:
             continue
+        if _gradient_check(sf, facts):
+            continue
         backward_names = backward_ancestry(scope, sf.events)
         yield from _kept_in_training_loops(facts, sf, backward_names)
         if scope.loops:
@@ -940,6 +943,15 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
         yield from _kept_by_called_methods(facts, sf)
         if scope.loops:
             yield from _kept_in_handed_containers(facts, sf, backward_names)
+
+
+def _gradient_check(sf, facts: ModuleFacts) -> bool:
+    """A test that runs backward over a few cases and never steps an optimizer (a kernel's
+    gradients against a reference, its outputs compared after the loop): no training run, and
+    what it keeps lives as long as the test. An evaluation script named `test_*.py` runs no
+    backward, and keeps its findings."""
+    kinds = {e.kind for e in sf.events}
+    return BACKWARD in kinds and STEP not in kinds and in_a_test(sf.scope, facts.analysed.path)
 
 
 def _kept_by_called_methods(facts: ModuleFacts, sf) -> Iterator[Violation]:

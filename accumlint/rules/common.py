@@ -136,7 +136,7 @@ def checking_test_loop(scope: Scope, stmts: list[Stmt], path: Optional[Path] = N
     trained in lockstep, a backward run per dtype), not a training run: what the loop costs or how
     its gradients add up changes nothing it checks. A training script's own `assert
     torch.isfinite(loss)` does not count: it is no test function."""
-    if not scope.name.startswith("test") and not (path is not None and _test_module(path)):
+    if not in_a_test(scope, path):
         return False
     for stmt in stmts:
         if isinstance(stmt.node, ast.Assert):
@@ -145,6 +145,11 @@ def checking_test_loop(scope: Scope, stmts: list[Stmt], path: Optional[Path] = N
         if isinstance(call, ast.Call) and (last_part(dotted(call.func)) or "").lower().startswith("assert"):
             return True
     return False
+
+
+def in_a_test(scope: Scope, path: Optional[Path] = None) -> bool:
+    """A test function (`def test_...`), or any function of a test module."""
+    return scope.name.startswith("test") or (path is not None and _test_module(path))
 
 
 def _test_module(path: Path) -> bool:
