@@ -4,7 +4,6 @@ value still carries an autograd graph. Both answer "unknown" rather than guess."
 from __future__ import annotations
 
 import ast
-import builtins
 import math
 import operator
 import re
@@ -13,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from accumlint.analysis.collect import AUG_NAMES, CallSite, Collected, Definition, Scope, Stmt, enclosing_class
-from accumlint.analysis.exprs import class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
+from accumlint.analysis.exprs import BUILTIN_NAMES, class_like, dotted, is_number, is_true, keyword, last_part, mentions, method_of, names_in
 from accumlint.analysis.libraries import numeric_origin
 from accumlint.frameworks import keras, torch_core
 
@@ -55,7 +54,6 @@ _MOVES = frozenset({"cuda", "to", "cpu", "float", "double", "half", "bfloat16"})
 _ITERATING_BUILTINS = frozenset({"next", "iter", "enumerate", "zip", "range"})
 # Builtins that hold what they are given, and no more: `dict(loss=loss.item())` is no output
 _CONTAINER_BUILTINS = frozenset({"dict", "list", "tuple", "set"})
-_BUILTIN_NAMES = frozenset(dir(builtins))
 _NO_GRAPH_NAME_HINTS = ("init", "zero", "reset", "detach", "repackage", "get_batch", "load", "pretrained")
 _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_grad", "is_cuda"}
 # What `X.from_pretrained(...)` loads that is no module: its calls give token ids or features, no graph.
@@ -1450,7 +1448,7 @@ def _instance_call(call: ast.Call, flow: DataFlow) -> bool:
     name = dotted(call.func)
     if name is None or name in flow.collected.imports or name in flow.collected.classes:
         return False
-    return not (isinstance(call.func, ast.Name) and (name in flow.resolver.module.top_functions or name in _BUILTIN_NAMES))
+    return not (isinstance(call.func, ast.Name) and (name in flow.resolver.module.top_functions or name in BUILTIN_NAMES))
 
 
 def _runs(callee: Callee, path: Path, function: Scope) -> bool:

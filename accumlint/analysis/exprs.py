@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import ast
+import builtins
 from typing import Iterator, Optional
+
+# Python's own functions and types (`int`, `len`, `print`): no model, no project code
+BUILTIN_NAMES = frozenset(dir(builtins))
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 

@@ -8,7 +8,6 @@ the next one reads or changes the gradients (no `.grad`, no step, zero_grad, cli
 from __future__ import annotations
 
 import ast
-import builtins
 from dataclasses import replace
 from typing import Iterator, Optional
 
@@ -18,7 +17,7 @@ from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, subscript_holder
+from accumlint.analysis.exprs import BUILTIN_NAMES, class_like, dotted, last_part, method_of, names_in, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
 from accumlint.model import Fix, Origin, Violation
@@ -31,7 +30,6 @@ NAME = "retain-graph-in-loop"
 SUMMARY = "backward(retain_graph=True) keeps a graph nothing uses again"
 FIX: FixSafety = "unsafe"
 _GRADIENT_EVENTS = {STEP, ZERO, CLIP, UNSCALE, UPDATE}
-_BUILTINS = frozenset(dir(builtins))
 _FILLING = {"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"}
 
 
@@ -248,7 +246,7 @@ def _may_start_a_graph(call: ast.Call, at: Stmt, facts: ModuleFacts) -> bool:
     a tensor method of a value the function computed: a model, a project function, an object's
     method, any of which may run a forward."""
     func = dotted(call.func) or ""
-    if isinstance(call.func, ast.Name) and func in _BUILTINS and func not in facts.collected.imports:
+    if isinstance(call.func, ast.Name) and func in BUILTIN_NAMES and func not in facts.collected.imports:
         return False
     if func.split(".", 1)[0] in facts.collected.imports and not facts.analysed.resolver.points_into_project(call):
         return False
