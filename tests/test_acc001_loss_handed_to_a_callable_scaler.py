@@ -82,3 +82,23 @@ def test_scaler_in_another_module(tmp_path: Path, loss: str, found: int) -> None
     engine = tmp_path / "engine.py"
     engine.write_text("import torch\nfrom scaler import NativeScalerWithGradAccum\n" + textwrap.dedent(LOOP).replace("LOSS", loss).replace("FLAG", FLAGS[0]))
     assert len(findings_of(engine.read_text(), "ACC001", path=str(engine))) == found
+
+
+TRAINER = """
+
+class Trainer:
+    def __init__(self, model, optimizer, criterion, args):
+        self.model, self.optimizer, self.criterion, self.args = model, optimizer, criterion, args
+        self.loss_scaler = NativeScalerWithGradAccum()
+
+    def train_one_epoch(self, loader):
+        for batch_idx, (x, y) in enumerate(loader):
+            loss = LOSS
+            self.loss_scaler(loss, self.optimizer, self.model.parameters(), update=(batch_idx + 1) % self.args.grad_accum == 0)
+"""
+
+
+@pytest.mark.parametrize("loss,found", [("self.criterion(self.model(x), y)", 1), ("self.criterion(self.model(x), y) / self.args.grad_accum", 0)])
+def test_scaler_held_by_a_trainer(loss: str, found: int) -> None:
+    source = textwrap.dedent(SCALER) + textwrap.dedent(TRAINER).replace("LOSS", loss)
+    assert len(findings_of(source, "ACC001")) == found

@@ -84,3 +84,57 @@ def test_helper_reexported_by_a_package(tmp_path: Path) -> None:
 def test_every_path_divided_by_ranks_only_is_reported(reduced: str) -> None:
     loop = _loop(reduced).replace("        if args.distributed:\n            loss =", "        loss =")
     assert len(findings_of(textwrap.dedent(HELPER) + loop, "ACC001")) == 1
+
+
+RANK_HELPERS = """
+import torch
+import torch.distributed as dist
+
+
+def reduce_tensor(tensor, n):
+    rt = tensor.clone()
+    dist.all_reduce(rt, op=dist.ReduceOp.SUM)
+    rt /= n
+    return rt
+
+
+def reduce_in_place(tensor, world_size):
+    rt = tensor.clone()
+    dist.all_reduce(rt)
+    rt.div_(world_size)
+    return rt
+"""
+
+INLINE = """
+def train_one_epoch(loader, model, optimizer, criterion, args):
+    for batch_idx, (x, y) in enumerate(loader):
+        loss = criterion(model(x), y)
+        MEAN
+        loss.backward()
+        if (batch_idx + 1) % args.grad_accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+@pytest.mark.parametrize(
+    "mean",
+    [
+        "loss = loss.div(dist.get_world_size())",
+        "loss = torch.div(loss, args.world_size)",
+        "loss.div_(args.world_size)",
+        "loss /= args.world_size",
+        "loss = reduce_tensor(loss, args.world_size)",
+        "loss = reduce_in_place(loss, args.world_size)",
+    ],
+)
+def test_every_form_of_a_mean_over_ranks(mean: str) -> None:
+    source = textwrap.dedent(RANK_HELPERS) + textwrap.dedent(INLINE).replace("MEAN", mean)
+    assert len(findings_of(source, "ACC001")) == 1
+    divided = source.replace("loss.backward()", "(loss / args.grad_accum).backward()")
+    assert findings_of(divided, "ACC001") == []
+
+
+def test_helper_dividing_by_what_the_caller_hands_as_k_is_clean() -> None:
+    source = textwrap.dedent(RANK_HELPERS) + textwrap.dedent(INLINE).replace("MEAN", "loss = reduce_tensor(loss, args.grad_accum)")
+    assert findings_of(source, "ACC001") == []

@@ -28,6 +28,7 @@ _MODULE_REDUCTIONS = {"mean", "sum", "squeeze", "unsqueeze", "reshape", "flatten
 _DIVIDING_METHODS = {"div", "div_", "divide", "true_divide", "true_divide_", "mul", "mul_", "multiply"}
 _DIVIDING_OPERATORS = (ast.Div, ast.FloorDiv, ast.Mult)
 _DIVIDING_AUG = {"DivideAssign", "FloorDivideAssign", "MultiplyAssign"}
+_DIVIDING_NAMES = {"div", "div_", "divide", "true_divide", "true_divide_"}
 # The number of processes a distributed mean divides by (`rt /= world_size`,
 # `loss / dist.get_world_size()`): a mean over ranks, never the accumulation window.
 _PROCESS_COUNTS = {"world_size", "get_world_size", "num_processes", "n_gpu", "n_gpus", "num_gpus", "ngpus", "nprocs",
@@ -554,16 +555,14 @@ class DataFlow:
         `loss.add_(x)`); None for an update that does not change how the value is scaled."""
         if update.value is None:
             return None
-        if update.kind == "aug" and update.op == "DivideAssign" and _process_count(update.value, k_names):
-            return None  # `rt /= world_size`: a mean over ranks
+        if _process_count(_update_divisor(update), k_names):
+            return None  # `rt /= world_size`, `rt.div_(world_size)`: a mean over ranks
         if update.kind == "aug" and update.op in _DIVIDING_AUG:
             by = _factor(_number(update.value), divides=update.op != "MultiplyAssign")
             return _divide(result, mentions(update.value, k_names), by)
         if update.kind == "aug" and update.op in _SUMMING_AUG:
             return _combine_sum(result, self.scaling(update.value, update.stmt, k_names, depth + 1))
         if update.kind == "inplace" and update.op in _DIVIDING_METHODS:
-            if update.op.startswith("div") and _process_count(update.value, k_names):
-                return None
             return _divide(result, mentions(update.value, k_names))
         if update.kind == "inplace" and update.op == "add_":
             return UNKNOWN
@@ -701,17 +700,28 @@ class DataFlow:
             return UNKNOWN
         return SOURCE
 
-    def _passed_through(self, call: ast.Call, at: Stmt) -> Optional[ast.expr]:
+    def _division(self, call: ast.Call, at: Stmt) -> Optional[tuple[ast.expr, ast.expr]]:
+        """(numerator, divisor) of `x.div(n)`, `x.true_divide(n)` or `torch.div(x, n)`."""
+        receiver, method = method_of(call)
+        if receiver is None or method not in _DIVIDING_NAMES or call.keywords:
+            return None
+        if self._imported_module(receiver, at):
+            return (call.args[0], call.args[1]) if len(call.args) == 2 else None
+        return (receiver, call.args[0]) if len(call.args) == 1 else None
+
+    def _handed_back(self, call: ast.Call, at: Stmt) -> Optional[ast.expr]:
         """The argument a project function returns as it was handed in, up to copies, casts and a
-        mean over ranks (`val = val.clone(); dist.all_reduce(val); return val / world_size`):
-        read at this call, whatever other calls of the function hand it."""
+        mean over ranks (`rt = t.clone(); dist.all_reduce(rt); rt /= n; return rt` called with
+        `n` = `args.world_size`): read at this call, whatever other calls of the function hand it."""
         callee = self.callee_of(call, at)
         if callee is None or not callee.scope.returns:
             return None
-        params = {_passed_param(value, stmt) for value, stmt in callee.scope.returns}
-        if len(params) != 1 or None in params:
+        params = callee.scope.params
+        ranks = frozenset(p for p in params if any(_process_count(arg, set()) for arg in _bound_to(call, params, {p})))
+        found = {_passed_param(value, stmt, ranks) for value, stmt in callee.scope.returns}
+        if len(found) != 1 or None in found:
             return None
-        bound = _bound_to(call, callee.scope.params, {params.pop() or ""})
+        bound = _bound_to(call, params, {found.pop() or ""})
         return bound[0] if len(bound) == 1 and not isinstance(bound[0], ast.Starred) else None
 
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:
@@ -797,10 +807,11 @@ class DataFlow:
             if whole is not None:
                 inner = self.scaling(whole, at, k_names, depth + 1)
                 return inner if self._mean_loss(whole, at) else _summed(inner)
+        split = self._division(call, at)
+        if split is not None and _process_count(split[1], k_names):
+            return self.scaling(split[0], at, k_names, depth + 1)  # `loss.div(world_size)`: a mean over ranks
         if receiver is not None and method in _DIVIDING_METHODS:
             inner = self.scaling(receiver, at, k_names, depth + 1)
-            if not method.startswith(("mul", "multiply")) and len(call.args) == 1 and _process_count(call.args[0], k_names):
-                return inner
             number = _number(call.args[0]) if len(call.args) == 1 and not call.keywords else None
             if method.startswith(("mul", "multiply")):
                 return _divide(inner, any(_reciprocal_of_k(a, k_names) for a in call.args), _factor(number, divides=False))
@@ -816,12 +827,10 @@ class DataFlow:
         full = dotted(call.func) or ""
         if full.rsplit(".", 1)[-1] in {"div", "divide", "true_divide", "mul", "multiply"} and len(call.args) >= 2:
             inner = self.scaling(call.args[0], at, k_names, depth + 1)
-            if not full.endswith(("mul", "multiply")) and _process_count(call.args[1], k_names):
-                return inner
             return _divide(inner, mentions(call.args[1], k_names))
         if full in {"sum", "torch.stack", "torch.cat"}:
             return UNKNOWN
-        passed = self._passed_through(call, at)
+        passed = self._handed_back(call, at)
         if passed is not None:  # `loss = reduce_mean(loss, world_size)`: as scaled as what it is handed
             return self.scaling(passed, at, k_names, depth + 1)
         helper = self._helper_returns(call, at)
@@ -1446,7 +1455,7 @@ def _instance_call(call: ast.Call, flow: DataFlow) -> bool:
     """`scaler(...)`, `self.loss_scaler(...)`: a call of a name that is no function or class of the
     module, nor an import, which may be an object's `__call__`."""
     name = dotted(call.func)
-    if name is None or name in flow.collected.imports or name in flow.collected.classes:
+    if name is None or name.split(".", 1)[0] in flow.collected.imports or name in flow.collected.classes:
         return False
     return not (isinstance(call.func, ast.Name) and (name in flow.resolver.module.top_functions or name in BUILTIN_NAMES))
 
@@ -1724,44 +1733,51 @@ def _prefixes(name: str) -> list[str]:
     return [".".join(parts[:n]) for n in range(len(parts), 0, -1) if ".".join(parts[:n]) not in {"self", "cls"}]
 
 
-def _passed_param(value: ast.expr, at: Stmt, depth: int = 0) -> Optional[str]:
-    """The parameter `value` is, up to copies and casts (`.clone()`, `.float()`), in-place collective
-    calls and division by the number of ranks; None for anything else."""
+def _passed_param(value: ast.expr, at: Stmt, ranks: frozenset[str], depth: int = 0) -> Optional[str]:
+    """The parameter `value` is, up to copies and casts (`.clone()`, `.float()`) and division by
+    the number of ranks (a process count, or a parameter in `ranks` that the call binds to one);
+    None for anything else."""
     if depth > 6:
         return None
     if isinstance(value, ast.Call):
         receiver, method = method_of(value)
+        if receiver is not None and method in _DIVIDING_NAMES and len(value.args) == 1 and _process_count(value.args[0], set(), ranks):
+            return _passed_param(receiver, at, ranks, depth + 1)
         if receiver is None or method not in _PASS_THROUGH_METHODS - {"mean", "sum"} or value.args and method != "to":
             return None
-        return _passed_param(receiver, at, depth + 1)
-    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) and _process_count(value.right, set()):
-        return _passed_param(value.left, at, depth + 1)
+        return _passed_param(receiver, at, ranks, depth + 1)
+    if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div) and _process_count(value.right, set(), ranks):
+        return _passed_param(value.left, at, ranks, depth + 1)
     if not isinstance(value, ast.Name):
         return None
     base, updates = reaching(value.id, at.scope, at.order, at)
-    if base is None or any(not _rank_mean_update(u) for u in updates):
-        return None
+    if base is None or any(not _process_count(_update_divisor(u), set(), ranks) for u in updates):
+        return None  # only a mean over ranks in place (`rt /= world_size`, `rt.div_(n)`)
     if base.kind == "param":
         return base.name if base.name not in {"self", "cls"} else None
     if base.kind != "assign" or base.value is None:
         return None
-    return _passed_param(base.value, base.stmt, depth + 1)
+    return _passed_param(base.value, base.stmt, ranks, depth + 1)
 
 
-def _rank_mean_update(update: Definition) -> bool:
-    """`rt /= world_size`, or an in-place call that neither scales nor adds (`dist.all_reduce(rt)`)."""
-    if update.kind == "aug":
-        return update.op == "DivideAssign" and _process_count(update.value, set())
-    return update.kind == "inplace" and update.op not in _DIVIDING_METHODS and update.op != "add_"
+def _update_divisor(update: Definition) -> Optional[ast.expr]:
+    """What an in-place division divides by: `n` of `x /= n` or `x.div_(n)`; None for any other update."""
+    if update.kind == "aug" and update.op == "DivideAssign":
+        return update.value
+    value = update.value
+    if update.kind == "inplace" and update.op in _DIVIDING_NAMES and isinstance(value, ast.Call) and len(value.args) == 1:
+        return value.args[0]
+    return None
 
 
-def _process_count(divisor: Optional[ast.expr], k_names: set[str]) -> bool:
-    """`world_size`, `args.world_size`, `dist.get_world_size()`, `accelerator.num_processes`: the
-    number of ranks a distributed mean divides by, not a count of micro-steps."""
+def _process_count(divisor: Optional[ast.expr], k_names: set[str], ranks: frozenset[str] = frozenset()) -> bool:
+    """`world_size`, `args.world_size`, `dist.get_world_size()`, `accelerator.num_processes` (or a
+    parameter the caller binds to one of them, in `ranks`): the number of ranks a distributed mean
+    divides by, not a count of micro-steps."""
     if divisor is None or mentions(divisor, k_names):
         return False
     named = dotted(divisor.func) if isinstance(divisor, ast.Call) and not divisor.args else dotted(divisor)
-    return named is not None and last_part(named) in _PROCESS_COUNTS
+    return named is not None and (named in ranks or last_part(named) in _PROCESS_COUNTS)
 
 
 def _own_size(numerator: ast.expr, divisor: ast.expr, k_names: set[str]) -> bool:
