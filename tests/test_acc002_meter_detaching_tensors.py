@@ -57,7 +57,7 @@ CLEAN = [
     ("if isinstance(val, torch.Tensor):", "val.detach().clone()"),
     ("if isinstance(val, torch.Tensor):", "val.item()"),
     ("if torch.is_tensor(val):", "val.detach()"),
-    ("if isinstance(val, (torch.Tensor, float)):", "val.detach()"),
+    ("if isinstance(val, (torch.Tensor, torch.nn.Parameter)):", "val.detach()"),
     ("", "val.detach()"),
 ]
 

@@ -173,3 +173,95 @@ def test_log_dict_filled_by_a_helper_and_returned_is_no_graph() -> None:
     ).replace('return {"qf_loss": qf_loss.item(), "policy_loss": policy_loss.item()}', "return log")
     assert "return log" in source and "log.update" in source
     assert len(_acc006(source + textwrap.dedent(LOOP))) == 1
+
+
+def test_second_caller_handing_shared_features_keeps_it_silent() -> None:
+    # One caller hands raw input, another hands `feats = backbone(x)` to two calls in a row: the
+    # second call's backward runs through the first call's backbone graph.
+    source = textwrap.dedent("""
+        import torch
+
+
+        def head_step(head, optimizer, feats, y):
+            loss = ((head(feats) - y) ** 2).mean()
+            optimizer.zero_grad()
+            loss.backward(retain_graph=True)
+            optimizer.step()
+            return loss.item()
+
+
+        def pretrain_head(head, optimizer, loader):
+            for x, y in loader:
+                head_step(head, optimizer, x, y)
+
+
+        def finetune(backbone, heads, optimizers, loader):
+            for x, y in loader:
+                feats = backbone(x)
+                head_step(heads[0], optimizers[0], feats, y)
+                head_step(heads[1], optimizers[1], feats, y)
+    """)
+    assert _acc006(source) == []
+    alone = source.split("def finetune")[0]
+    assert len(_acc006(alone)) == 1
+
+
+def test_function_running_a_model_that_keeps_its_state_is_clean() -> None:
+    source = textwrap.dedent("""
+        import torch
+        from torch import nn
+
+
+        class StatefulLSTM(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.lstm = nn.LSTM(4, 16)
+                self.state = None
+
+            def forward(self, x):
+                out, self.state = self.lstm(x, self.state)
+                return out
+
+
+        class Learner:
+            def __init__(self, optimizer):
+                self.model = StatefulLSTM()
+                self.optimizer = optimizer
+
+            def step(self, x, y):
+                loss = ((self.model(x) - y) ** 2).mean()
+                self.optimizer.zero_grad()
+                loss.backward(retain_graph=True)
+                self.optimizer.step()
+
+
+        def main(loader, optimizer):
+            learner = Learner(optimizer)
+            for x, y in loader:
+                learner.step(x, y)
+    """)
+    assert _acc006(source) == []
+    stateless = source.replace("out, self.state = self.lstm(x, self.state)", "out, _ = self.lstm(x)")
+    assert len(_acc006(stateless)) == 1
+
+
+def test_loss_appended_to_a_list_handed_in_is_clean() -> None:
+    source = textwrap.dedent("""
+        import torch
+
+
+        def inner_step(model, optimizer, x, kept):
+            loss = model(x).sum()
+            optimizer.zero_grad()
+            loss.backward(retain_graph=True)
+            optimizer.step()
+            kept.append(loss)
+
+
+        def main(model, optimizer, loader):
+            kept = []
+            for x in loader:
+                inner_step(model, optimizer, x, kept)
+            torch.stack(kept).sum().backward()
+    """)
+    assert [f for f in _acc006(source) if "graph of this call" in f.message] == []

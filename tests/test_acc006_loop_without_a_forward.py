@@ -46,3 +46,35 @@ FRESH = 'score = self.model(image)["scores"][int(index)]'
 def test_loop_with_no_forward_of_its_own_needs_the_graph(score: str, found: int) -> None:
     source = textwrap.dedent(CAM).replace("SCORE", score)
     assert len(findings_of(source, "ACC006")) == found
+
+
+PROBE = """
+import torch
+import torch.nn.functional as F
+from torch.utils.checkpoint import checkpoint
+
+
+def probe(backbone, x, y, dim, classes):
+    feats = FEATS
+    w = torch.zeros(dim, classes, requires_grad=True)
+    optimizer = torch.optim.SGD([w], lr=0.1)
+    for _ in range(100):
+        loss = LOSS
+        optimizer.zero_grad()
+        loss.backward(retain_graph=True)
+        optimizer.step()
+    return w
+"""
+
+
+@pytest.mark.parametrize(
+    "feats,loss,found",
+    [
+        ("backbone(x).detach()", "F.cross_entropy(feats @ w, y)", 1),  # fixed features: nothing shared
+        ("backbone(x)", "F.cross_entropy(feats @ w, y)", 0),  # the backbone's graph, shared by every pass
+        ("x", "F.cross_entropy(checkpoint(backbone, feats) @ w, y)", 1),  # a forward in the loop
+    ],
+)
+def test_what_the_loop_reads_from_before_it(feats: str, loss: str, found: int) -> None:
+    source = textwrap.dedent(PROBE).replace("FEATS", feats).replace("LOSS", loss)
+    assert len(findings_of(source, "ACC006")) == found

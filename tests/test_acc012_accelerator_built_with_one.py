@@ -31,3 +31,21 @@ def train(model, optimizer, loader, criterion):
 def test_accumulation_steps_of_an_accelerator_built_with_one(steps: str, found: int) -> None:
     source = textwrap.dedent(ACCELERATE).replace("STEPS", steps)
     assert len(findings_of(source, "ACC012")) == found
+
+
+def test_other_objects_built_with_one_are_not_read_so() -> None:
+    # A config namespace built with `grad_accum=1` may be changed from the command line.
+    source = textwrap.dedent("""
+        from types import SimpleNamespace
+
+        cfg = SimpleNamespace(grad_accum=1)
+
+
+        def train(model, optimizer, loader, criterion):
+            for x, y in loader:
+                loss = criterion(model(x), y) / cfg.grad_accum
+                loss.backward()
+                optimizer.step()
+                optimizer.zero_grad()
+    """)
+    assert len(findings_of(source, "ACC012")) == 1

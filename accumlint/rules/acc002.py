@@ -16,7 +16,7 @@ from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, n
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
-from accumlint.rules.common import in_a_test
+from accumlint.rules.common import pytest_function
 from accumlint.rules.edits import detached, replace
 from accumlint.rules.meta import FixSafety
 
@@ -951,7 +951,7 @@ def _gradient_check(sf, facts: ModuleFacts) -> bool:
     what it keeps lives as long as the test. An evaluation script named `test_*.py` runs no
     backward, and keeps its findings."""
     kinds = {e.kind for e in sf.events}
-    return BACKWARD in kinds and STEP not in kinds and in_a_test(sf.scope, facts.analysed.path)
+    return BACKWARD in kinds and STEP not in kinds and pytest_function(sf.scope, facts.analysed.path)
 
 
 def _kept_by_called_methods(facts: ModuleFacts, sf) -> Iterator[Violation]:

@@ -249,7 +249,8 @@ def _may_start_a_graph(call: ast.Call, at: Stmt, facts: ModuleFacts) -> bool:
     if isinstance(call.func, ast.Name) and func in BUILTIN_NAMES and func not in facts.collected.imports:
         return False
     if func.split(".", 1)[0] in facts.collected.imports and not facts.analysed.resolver.points_into_project(call):
-        return False
+        # `torch.sum(x)`, `paddle.argmax(s)`; but `checkpoint(model, x)` runs the model it is handed
+        return any(facts.flow._names_a_model(dotted(arg) or "", at) for arg in call.args)
     receiver, _ = method_of(call)
     name = dotted(receiver) if receiver is not None else None
     if receiver is not None and facts.flow._local_value(receiver, at) and not facts.flow._names_a_model(name or "", at):
@@ -263,6 +264,8 @@ def _made_by_a_forward(definition: Definition, facts: ModuleFacts, depth: int = 
     functions of data (`x = torch.arange(0, 1, 0.1)`, `y = x * 0.5`)."""
     if definition.kind not in {"assign", "unpack"} or definition.value is None or depth > 4:
         return False
+    if definition.stmt.no_grad or _plainly_graph_free(definition.value):
+        return False  # `feats = backbone(x).detach()`: a probe's fixed features hold no graph
     for sub in ast.walk(definition.value):
         if isinstance(sub, ast.Call) and _may_start_a_graph(sub, definition.stmt, facts):
             return True
@@ -451,19 +454,50 @@ def _graph_built_in_the_call(call: Event, found: Reached, caller_flow: DataFlow)
         return False
     if any(method_of(site.call)[1] == "grad" for site in helper.calls):
         return False
-    bound = bound_arguments(call.call, call.callee)
-    if bound is None:
+    ancestry = ancestry_definitions(helper, found.event, into_outputs=True)
+    params = {name for name in ancestry if name in helper.params and name not in {"self", "cls"}}
+    if any(not definitions and name not in params and _may_carry(name, helper, module) for name, definitions in ancestry.items()):
         return False
-    for name, definitions in ancestry_definitions(helper, found.event, into_outputs=True).items():
-        if name in helper.params and name not in {"self", "cls"}:
-            argument = bound.get(name)
-            if argument is None or caller_flow.carries_graph(argument, call.stmt):
-                return False
-        elif not definitions and _may_carry(name, helper, module):
+    # Every call in sight hands the function values with no graph (a second caller may hand it
+    # features that several calls backward through).
+    sites = [(call.call, call.stmt, caller_flow)]
+    sites += [(site.call, site.stmt, module.flow) for site in module.flow._calls_of(helper)]
+    sites += [(site.call, site.stmt, flow) for site, flow in module.flow.calls_from_importers(helper)]
+    for site_call, site_stmt, flow in sites:
+        bound = bound_arguments(site_call, Callee(helper, module))
+        if bound is None or any(name not in bound or flow.carries_graph(bound[name], site_stmt) for name in params):
             return False
     if any(module.flow.carries_graph(value, stmt) for value, stmt in helper.returns):
         return False
-    return not _object_keeps_a_graph(helper, module)
+    return not (
+        _object_keeps_a_graph(helper, module) or _fills_what_outlives_it(helper, module)
+        or _runs_an_object_that_keeps_a_graph(helper, module)
+    )
+
+
+def _fills_what_outlives_it(helper: Scope, module: AnalysedModule) -> bool:
+    """`losses.append(loss)` into a list handed in or a global: the caller may backward it."""
+    for site in helper.calls:
+        receiver, method = method_of(site.call)
+        held = dotted(receiver) if receiver is not None else None
+        if held is None or method not in _FILLING:
+            continue
+        root = held.split(".", 1)[0]
+        if root != "self" and (root in helper.params or not helper.definitions(root)):
+            if any(module.flow.carries_graph(value, site.stmt) for value in site.call.args):
+                return True
+    return False
+
+
+def _runs_an_object_that_keeps_a_graph(helper: Scope, module: AnalysedModule) -> bool:
+    """A project class the function runs (`self.model(x)` of a model whose `forward` keeps
+    `self.state`): its next forward may run through this call's graph."""
+    for site in helper.calls:
+        callee = module.resolver.resolve(site.call, helper) or module.resolver.forward_of(site.call, helper)
+        if callee is not None and callee.scope is not helper and callee.scope.class_node is not None:
+            if callee.scope.class_node is not helper.class_node and _object_keeps_a_graph(callee.scope, callee.module):
+                return True
+    return False
 
 
 def _object_keeps_a_graph(helper: Scope, module: AnalysedModule) -> bool:
@@ -500,6 +534,8 @@ def _kept_by_called_steps(facts: ModuleFacts) -> Iterator[Violation]:
             for found in reached(event, BACKWARD):
                 if not retains_graph(found.event) or id(found.event.call) in reported:
                     continue
+                if _handed_tensor(event, found) is not None:
+                    continue  # a tensor handed in: judged at the call, where the caller's loop shows its reuse
                 if not _graph_built_in_the_call(event, found, facts.flow):
                     continue
                 reported.add(id(found.event.call))
@@ -507,7 +543,8 @@ def _kept_by_called_steps(facts: ModuleFacts) -> Iterator[Violation]:
                 message = (
                     f"`retain_graph=True` keeps the graph of this call of `{found.event.stmt.scope.name}()` "
                     f"({found.path('every iteration')}) alive after its last backward, but the graph is built "
-                    "in the call and nothing outside it can reach it: no later backward goes through it"
+                    "in the call and nothing outside it can reach it: no later backward goes through it, and its "
+                    "saved activations stay alive until the call returns"
                 )
                 if found.module is facts.analysed:
                     edit = remove_keyword(facts.source, found.event.call, "retain_graph")

@@ -415,7 +415,8 @@ def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
         return False
     for wrapped, bare in ((value.body, value.orelse), (value.orelse, value.body)):
         if _builds_wrapper(wrapped, facts.analysed) and isinstance(wrapped, ast.Call) and wrapped.args:
-            if dotted(wrapped.args[0]) is not None and dotted(wrapped.args[0]) == dotted(bare):
+            inner = dotted(wrapped.args[0])
+            if inner is not None and inner == dotted(bare):
                 return True
     return False
 

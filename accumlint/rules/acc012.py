@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Iterator, Optional
 from accumlint.analysis import ModuleFacts, accumulators
 from accumlint.analysis.collect import WITHS, Collected, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, CLIP, SCHED, STEP, UNSCALE, UPDATE, ZERO, Event
-from accumlint.analysis.exprs import dotted, int_value, keyword, method_of, names_in
+from accumlint.analysis.exprs import dotted, int_value, keyword, last_part, method_of, names_in
 from accumlint.analysis.pinned import asserted_one_before, count_is_one_on_way
 from accumlint.analysis.facts import ScopeFacts
 from accumlint.analysis.reach import reached
@@ -76,7 +76,7 @@ def _bound_to_one(name: str, collected: Collected) -> bool:
         owner, _, field = name.rpartition(".")
         built = [d for scope in collected.scopes for d in scope.definitions(owner)] if owner else []
         return bool(built) and all(
-            d.kind == "assign" and isinstance(d.value, ast.Call)
+            d.kind == "assign" and isinstance(d.value, ast.Call) and last_part(dotted(d.value.func)) == "Accelerator"
             and (given := keyword(d.value, field)) is not None and (value := int_value(given)) is not None and value <= 1
             for d in built
         )

@@ -152,6 +152,12 @@ def in_a_test(scope: Scope, path: Optional[Path] = None) -> bool:
     return scope.name.startswith("test") or (path is not None and _test_module(path))
 
 
+def pytest_function(scope: Scope, path: Optional[Path] = None) -> bool:
+    """`def test_...` (pytest's naming), or any function of a test module; not a tutorial's
+    `def test(model, loader)` evaluation pass."""
+    return scope.name.startswith("test_") or (path is not None and _test_module(path))
+
+
 def _test_module(path: Path) -> bool:
     """`test_x.py` or `x_test.py` (a folder's name says nothing: a project may live under one)."""
     return path.name.startswith("test_") or path.stem.endswith("_test")
