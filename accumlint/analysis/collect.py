@@ -305,8 +305,9 @@ def _backward_outside_loops(scope: Scope) -> bool:
 
 
 def _step_after_a_loop(scope: Scope) -> bool:
-    """A `.step(...)` call of this function outside its loops, and a loop of it: read from what
-    was collected, so that most functions are not walked again."""
+    """A call outside this function's loops that may step (`.step(...)`, or a method of the
+    object named for a step: see `may_step`), and a loop of it: read from what was collected, so
+    that most functions are not walked again."""
     return any(loop.parent is None for loop in scope.loops) and any(
         not site.stmt.loops and may_step(site.call) for site in scope.calls
     )

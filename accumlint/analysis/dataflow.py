@@ -719,9 +719,10 @@ class DataFlow:
         params = callee.scope.params
         ranks = frozenset(p for p in params if any(_process_count(arg, set()) for arg in _bound_to(call, params, {p})))
         found = {_passed_param(value, stmt, ranks) for value, stmt in callee.scope.returns}
-        if len(found) != 1 or None in found:
+        param = found.pop() if len(found) == 1 else None
+        if param is None:
             return None
-        bound = _bound_to(call, params, {found.pop() or ""})
+        bound = _bound_to(call, params, {param})
         return bound[0] if len(bound) == 1 and not isinstance(bound[0], ast.Starred) else None
 
     def _helper_returns(self, call: ast.Call, at: Stmt) -> Optional[tuple[list[tuple[ast.expr, Stmt]], DataFlow]]:

@@ -691,7 +691,22 @@ def micro_batch_count(loop: Loop, backwards: list[Event]) -> Optional[ast.expr]:
     size = int_value(k)
     if size is not None and size <= 1 or _carries_state(loop) or _same_batch_passes(loop, k, backwards):
         return None
+    if _over_modules(loop, k):
+        return None
     return k
+
+
+def _over_modules(loop: Loop, k: ast.expr) -> bool:
+    """`for t in range(len(self.heads)):` whose body runs `self.heads[t](...)`: one pass per head or
+    task of a multi-task model, whose gradients are meant to add up; not k micro-batches."""
+    if not (isinstance(k, ast.Call) and dotted(k.func) == "len" and len(k.args) == 1 and not k.keywords):
+        return False
+    held = dotted(k.args[0])
+    return held is not None and any(
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Subscript) and dotted(node.func.value) == held
+        and isinstance(node.func.slice, ast.Name) and node.func.slice.id in loop.targets
+        for node in ast.walk(loop.node)
+    )
 
 
 def _range_count(iterable: Optional[ast.expr]) -> Optional[ast.expr]:
