@@ -91,3 +91,39 @@ def test_meter_in_another_module(tmp_path: Path, guard: str, found: int) -> None
     script = tmp_path / "engine.py"
     script.write_text("from metrics import Metric\n" + textwrap.dedent(SCRIPT))
     assert len(findings_of(script.read_text(), "ACC002", path=str(script))) == found
+
+
+SHAPED = """
+import torch
+
+
+class Metric:
+    def __init__(self):
+        self.sum = 0
+        self.n = 0
+
+    def update(self, val, n=1):
+BODY
+        self.sum += val * n
+        self.n += n
+"""
+
+ELIF = """        if isinstance(val, (int, float)):
+            pass
+        elif isinstance(val, torch.Tensor):
+            val = val.detach()"""
+EARLY_RETURN = """        if not isinstance(val, torch.Tensor):
+            self.sum += val * n
+            self.n += n
+            return
+        val = val.detach()"""
+TENSORS_KEPT_EARLY = """        if isinstance(val, torch.Tensor):
+            self.sum += val * n
+            return
+        val = float(val)"""
+
+
+@pytest.mark.parametrize("body,found", [(ELIF, 0), (EARLY_RETURN, 0), (TENSORS_KEPT_EARLY, 1)])
+def test_type_tests_of_the_value(body: str, found: int) -> None:
+    source = textwrap.dedent(SHAPED).replace("BODY", body) + textwrap.dedent(SCRIPT)
+    assert len(findings_of(source, "ACC002")) == found

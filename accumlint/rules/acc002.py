@@ -165,28 +165,45 @@ def _reads_parameter(expr: ast.expr, param: str) -> bool:
 
 def _detached_before(method: Scope, param: str, stmt: Stmt) -> bool:
     """`if isinstance(val, torch.Tensor): val = val.detach().clone()` (or `val = val.item()`, also
-    with no `if`) before the store: every tensor that reaches the store was detached, and what
-    the test lets through untouched is no tensor."""
+    with no `if`, or as the `elif` after a test for numbers) before the store: every tensor that
+    reaches the store was detached, and what the tests let through untouched is no tensor. Also a
+    store on a branch only numbers take (`if not isinstance(val, torch.Tensor): self.sum += val`)."""
+    if _numbers_only(stmt, param):
+        return True
     for definition in method.definitions(param):
         if definition.kind != "assign" or definition.order >= stmt.order or definition.value is None:
             continue
         if _reads_parameter(definition.value, param) or param not in names_in(definition.value):
             continue  # not a detached copy of the value handed in
-        if all(isinstance(node, ast.If) and branch == "body" and _tests_for_a_tensor(node.test, param)
-               for node, branch in definition.stmt.path):
+        if all(_tensor_kind(node.test, param) == (branch == "body")
+               for node, branch in definition.stmt.path if isinstance(node, ast.If)) and all(
+            isinstance(node, ast.If) for node, _ in definition.stmt.path
+        ):
             return True
     return False
 
 
-def _tests_for_a_tensor(test: ast.expr, param: str) -> bool:
-    """`isinstance(val, torch.Tensor)`, `torch.is_tensor(val)`."""
+def _numbers_only(stmt: Stmt, param: str) -> bool:
+    """The statement sits on a branch that a tensor never takes: the body of `if not
+    isinstance(val, torch.Tensor):` or of `if isinstance(val, (int, float)):`, the `else` of a
+    test for a tensor."""
+    return any(isinstance(node, ast.If) and _tensor_kind(node.test, param) is (branch != "body") for node, branch in stmt.path)
+
+
+def _tensor_kind(test: ast.expr, param: str) -> Optional[bool]:
+    """What a type test of `param` lets into its body: True for tensors (`isinstance(val,
+    torch.Tensor)`, `torch.is_tensor(val)`), False for other types only (`isinstance(val, (int,
+    float))`, `not isinstance(val, torch.Tensor)`), None for any other test."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = _tensor_kind(test.operand, param)
+        return None if inner is None else not inner
     if not isinstance(test, ast.Call) or not test.args or dotted(test.args[0]) != param:
-        return False
+        return None
     func = dotted(test.func) or ""
     if func == "isinstance" and len(test.args) == 2:
         kinds = test.args[1].elts if isinstance(test.args[1], ast.Tuple) else [test.args[1]]
         return any(last_part(dotted(kind)) == "Tensor" for kind in kinds)
-    return last_part(func) == "is_tensor"
+    return True if last_part(func) == "is_tensor" else None
 
 
 def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
