@@ -15,9 +15,9 @@ from accumlint.analysis.dataflow import Scaling
 from accumlint.analysis.events import Event
 from accumlint.analysis.exprs import dotted, keyword, last_part, method_of, names_in
 from accumlint.analysis.windows import Window
-from accumlint.model import Fix, Origin, Violation
+from accumlint.model import Fix, Violation
 from accumlint.rules.common import (
-    ambiguous_tensor, checking_test_loop, framework_divides, micro_step_zeroings, rescales_grads,
+    ambiguous_tensor, checking_test_loop, framework_divides, located, micro_step_zeroings, rescales_grads,
     zeroed_before_last_backward,
 )
 from accumlint.rules.edits import MUL, divided, operand, replace, replace_receiver
@@ -109,14 +109,9 @@ def _left_to_others(event: Event, module: AnalysedModule) -> bool:
 
 
 def _located(facts: ModuleFacts, module: AnalysedModule, message: str, event: Event, fix: Optional[Fix]) -> Optional[Violation]:
-    """The finding at a backward in a called function: with its fix in this module, in another
-    one at that module's file (where no fix is offered)."""
+    """The finding at a backward in a called function (see `common.located`)."""
     assert event.call is not None
-    if module is facts.analysed:
-        return Violation(CODE, message, event.call, fix)
-    if module.path is not None and module.source is not None:
-        return Violation(CODE, message, event.call, origin=Origin(str(module.path), module.source))
-    return None
+    return located(CODE, facts, module, message, event.call, fix)
 
 
 def _in_helpers(facts: ModuleFacts, sf) -> Iterator[Violation]:

@@ -175,11 +175,9 @@ def _detached_before(method: Scope, param: str, stmt: Stmt) -> bool:
             continue
         if _reads_parameter(definition.value, param) or param not in names_in(definition.value):
             continue  # not a detached copy of the value handed in
-        if all(_tensor_kind(node.test, param) == (branch == "body")
-               for node, branch in definition.stmt.path if isinstance(node, ast.If)) and all(
-            isinstance(node, ast.If) for node, _ in definition.stmt.path
-        ):
-            return True
+        if all(isinstance(node, ast.If) and _tensor_kind(node.test, param) == (branch == "body")
+               for node, branch in definition.stmt.path):
+            return True  # every `if` around the detach lets only tensors in (or only numbers past it)
     return False
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import replace
-from typing import Iterator, Optional
+from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, settings
 from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
@@ -20,8 +20,8 @@ from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZER
 from accumlint.analysis.exprs import BUILTIN_NAMES, class_like, dotted, last_part, method_of, names_in, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
-from accumlint.model import Fix, Origin, Violation
-from accumlint.rules.common import checking_test_loop, place_in
+from accumlint.model import Fix, Violation
+from accumlint.rules.common import checking_test_loop, located, place_in
 from accumlint.rules.edits import remove_keyword
 from accumlint.rules.meta import FixSafety
 
@@ -477,15 +477,23 @@ def _graph_built_in_the_call(call: Event, found: Reached, caller_flow: DataFlow)
 
 def _fills_what_outlives_it(helper: Scope, module: AnalysedModule) -> bool:
     """`losses.append(loss)` into a list handed in or a global: the caller may backward it."""
-    for site in helper.calls:
+    def outlives(root: str) -> bool:
+        return root != "self" and (root in helper.params or not helper.definitions(root))
+
+    return _fills_with_a_graph(helper, module, outlives)
+
+
+def _fills_with_a_graph(scope: Scope, module: AnalysedModule, holder: Callable[[str], bool]) -> bool:
+    """A call of `scope` that fills a container (`x.append(v)`, `x.update(...)`) whose root name
+    `holder` accepts, with a graph-carrying value."""
+    for site in scope.calls:
         receiver, method = method_of(site.call)
         held = dotted(receiver) if receiver is not None else None
-        if held is None or method not in _FILLING:
+        if held is None or method not in _FILLING or not holder(held.split(".", 1)[0]):
             continue
-        root = held.split(".", 1)[0]
-        if root != "self" and (root in helper.params or not helper.definitions(root)):
-            if any(module.flow.carries_graph(value, site.stmt) for value in site.call.args):
-                return True
+        values = [*site.call.args, *(kw.value for kw in site.call.keywords)]
+        if any(module.flow.carries_graph(value, site.stmt) for value in values):
+            return True
     return False
 
 
@@ -512,14 +520,8 @@ def _object_keeps_a_graph(helper: Scope, module: AnalysedModule) -> bool:
             if isinstance(node, ast.Assign) and any((subscript_holder(t) or "").startswith("self.") for t in node.targets):
                 if module.flow.carries_graph(node.value, stmt):
                     return True  # `self.by_step[i] = loss`
-        for site in scope.calls:
-            receiver, method = method_of(site.call)
-            held = dotted(receiver) if receiver is not None else None
-            if held is None or not held.startswith("self.") or method not in _FILLING:
-                continue
-            values = [*site.call.args, *(kw.value for kw in site.call.keywords)]
-            if any(module.flow.carries_graph(value, site.stmt) for value in values):
-                return True
+        if _fills_with_a_graph(scope, module, lambda root: root == "self"):
+            return True  # `self.history.append(loss)`
     return False
 
 
@@ -546,13 +548,13 @@ def _kept_by_called_steps(facts: ModuleFacts) -> Iterator[Violation]:
                     "in the call and nothing outside it can reach it: no later backward goes through it, and its "
                     "saved activations stay alive until the call returns"
                 )
-                if found.module is facts.analysed:
+                fix = None
+                if found.module is facts.analysed:  # the removal is offered only in the checked file
                     edit = remove_keyword(facts.source, found.event.call, "retain_graph")
                     fix = Fix("Remove `retain_graph=True`", "unsafe", (edit,)) if edit is not None else None
-                    yield Violation(CODE, message, found.event.call, fix)
-                elif found.module.path is not None and found.module.source is not None:
-                    origin = Origin(str(found.module.path), found.module.source)
-                    yield Violation(CODE, message, found.event.call, origin=origin)
+                violation = located(CODE, facts, found.module, message, found.event.call, fix)
+                if violation is not None:
+                    yield violation
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:

@@ -14,6 +14,7 @@ from accumlint.analysis.windows import Window
 from accumlint.analysis.exprs import dotted, is_constant, keyword, last_part, method_of, names_in
 from accumlint.analysis.roles import Roles
 from accumlint.frameworks import Framework, Role, accelerate
+from accumlint.model import Fix, Origin, Violation
 
 _GRAD_RESCALERS = {"multiply_grads", "scale_grads", "scale_gradients", "rescale_grads"}
 
@@ -190,3 +191,14 @@ def zeroed_before_last_backward(sf) -> Iterator[tuple[Window, Event, ast.If]]:
 def _rebound_between(scope, test: ast.expr, start: int, end: int) -> bool:
     """A name of the test changes between the two gates (`i += 1`): they are not the same micro-step."""
     return any(start < d.order < end for name in names_in(test) for d in scope.definitions(name))
+
+
+def located(code: str, facts: ModuleFacts, module: AnalysedModule, message: str, node: ast.AST, fix: Optional[Fix]) -> Optional[Violation]:
+    """A finding at a statement of a called function: with its fix when the function is in the
+    checked module, in another module at that module's file (where no fix is offered); None when
+    that file cannot be named."""
+    if module is facts.analysed:
+        return Violation(code, message, node, fix)
+    if module.path is not None and module.source is not None:
+        return Violation(code, message, node, origin=Origin(str(module.path), module.source))
+    return None
