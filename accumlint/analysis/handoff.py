@@ -25,9 +25,18 @@ class Handoff:
     classes: dict[str, str] = field(default_factory=dict)
 
 
+def chosen(argument: ast.expr) -> set[str]:
+    """The names an argument may hand over: `model`, or either choice of `ddp_model if
+    args.distributed else model`."""
+    if isinstance(argument, ast.IfExp):
+        return chosen(argument.body) | chosen(argument.orelse)
+    name = dotted(argument)
+    return {name} if name is not None else set()
+
+
 def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
-    """The parameter the call binds to the name `value`."""
-    return next((param for param, argument in bound.items() if dotted(argument) == value), None)
+    """The parameter the call binds to the name `value` (or to a choice that may be `value`)."""
+    return next((param for param, argument in bound.items() if value in chosen(argument)), None)
 
 
 def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee, resolver: Resolver) -> dict[str, str]:

@@ -13,7 +13,7 @@ from accumlint.analysis.calls import AnalysedModule, analysed, bound_arguments, 
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.handoff import Handoff, handoffs
+from accumlint.analysis.handoff import Handoff, chosen, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
@@ -410,15 +410,30 @@ def _holds_wrapping(definition: Definition, scope: Scope, facts: ModuleFacts, de
 
 def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
     """`DDP(net, ...) if args.distributed else net`: the model, wrapped when the run is
-    distributed, as `if args.distributed: model = DDP(net)` would make it."""
+    distributed, as `if args.distributed: model = DDP(net)` would make it. Also with the model moved
+    on both sides (`DDP(net.cuda()) if d else net.cuda()`), handed as `module=net`, or with `None`
+    as the other choice (`ddp_model = DDP(net) if d else None`: the DDP model when there is one)."""
     if not isinstance(value, ast.IfExp):
         return False
     for wrapped, bare in ((value.body, value.orelse), (value.orelse, value.body)):
-        if _builds_wrapper(wrapped, facts.analysed) and isinstance(wrapped, ast.Call) and wrapped.args:
-            inner = dotted(wrapped.args[0])
-            if inner is not None and inner == dotted(bare):
-                return True
+        if not (_builds_wrapper(wrapped, facts.analysed) and isinstance(wrapped, ast.Call)):
+            continue
+        if isinstance(bare, ast.Constant) and bare.value is None:
+            return True
+        inner = _unmoved(positional(wrapped, 0) or keyword(wrapped, "module"))
+        if inner is not None and inner == _unmoved(bare):
+            return True
     return False
+
+
+_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "bfloat16", "double", "to_empty"})
+
+
+def _unmoved(value: Optional[ast.expr]) -> Optional[str]:
+    """The model a value is, past the moves and casts on it (`net.cuda()`, `net.to(device)` -> net)."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+        value = value.func.value
+    return dotted(value) if value is not None else None
 
 
 def _preparer(definition: Definition, facts: ModuleFacts) -> Optional[str]:
@@ -541,13 +556,20 @@ def _builds_wrappers(module: AnalysedModule) -> bool:
 
 
 def _returns_wrapper(returned: ast.expr, stmt: Stmt, module: AnalysedModule) -> bool:
-    """`return DDP(model)`, or `return model` after `model = DDP(model)` in that function."""
+    """`return DDP(model)`, or `return model` after `model = DDP(model)` in that function; also
+    after `if d: model = DDP(net)` / `else: model = None` (the DDP model when there is one)."""
     if _builds_wrapper(returned, module):
         return True
     if not isinstance(returned, ast.Name):
         return False
     definitions = [d for d in stmt.scope.definitions(returned.id) if d.order < stmt.order and d.stmt.compatible(stmt)]
-    return bool(definitions) and definitions[-1].kind == "assign" and _builds_wrapper(definitions[-1].value, module)
+    # the definitions that reach the return: none later on a path that runs after them
+    last = [d for d in definitions if not any(o.order > d.order and o.stmt.compatible(d.stmt) for o in definitions)]
+    if not last or any(d.kind != "assign" for d in last):
+        return False
+    wrappers = [d for d in last if _builds_wrapper(d.value, module)]
+    nones = [d for d in last if isinstance(d.value, ast.Constant) and d.value.value is None]
+    return bool(wrappers) and len(wrappers) + len(nones) == len(last)
 
 
 def _ddp_models(facts: ModuleFacts) -> set[str]:
@@ -967,7 +989,7 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
         for site in sf.scope.calls:
             if site.stmt.no_grad:
                 continue  # `with torch.no_grad(): full_eval(model, ...)`: no backward runs there
-            for value in sorted({name for a in _arguments(site.call) if (name := dotted(a)) is not None and name in models}):
+            for value in sorted({name for a in _arguments(site.call) for name in chosen(a) if name in models}):
                 wrapping = _wrapping_in_sight(value, sf.scope, facts)
                 if wrapping is None:
                     continue
