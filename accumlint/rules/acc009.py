@@ -626,11 +626,11 @@ def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
     ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
 
 
-def _helper_controls_sync(scope: Scope, window: Window, facts: ModuleFacts) -> bool:
-    """The micro-step calls a project function that switches sync itself (EDM's
-    `with misc.ddp_sync(ddp, last_round):`, whose body enters `module.no_sync()`)."""
+def _helper_controls_sync(scope: Scope, loop: Loop, facts: ModuleFacts) -> bool:
+    """The micro-step (an iteration of `loop`) calls a project function that switches sync itself
+    (EDM's `with misc.ddp_sync(ddp, last_round):`, whose body enters `module.no_sync()`)."""
     for site in scope.calls:
-        if not window.micro_loop.contains(site.stmt):
+        if not loop.contains(site.stmt):
             continue
         callee = facts.analysed.resolver.resolve(site.call, scope)
         if callee is not None and _scope_manages_sync(callee.scope):
@@ -899,7 +899,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
-            if _helper_controls_sync(sf.scope, window, facts) or _reads_pinned(window.micro_loop, sf.scope, facts):
+            if _helper_controls_sync(sf.scope, window.micro_loop, facts) or _reads_pinned(window.micro_loop, sf.scope, facts):
                 continue
             if dotted(window.k) in _pinned_to_one(facts):
                 continue
@@ -966,7 +966,7 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
             continue
         if backward.callee is not None and _helpers_manage_sync(backward, facts):
             continue
-        if _reads_pinned(loop, sf.scope, facts):
+        if _helper_controls_sync(sf.scope, loop, facts) or _reads_pinned(loop, sf.scope, facts):
             continue
         reported.add(id(backward.call))
         stepped.add(id(step))
