@@ -141,6 +141,94 @@ def lives_one_batch(scope: Scope, name: str, loop: Loop, facts: ModuleFacts) -> 
     return bool(_starts_before(scope, name, loop))
 
 
+def lives_one_call(scope: Scope, name: str, loop: Loop, steps: list[Stmt], facts: ModuleFacts) -> bool:
+    """The loop makes passes over one batch, not over the data (`for it in range(n_iters)`, each
+    pass with its backward), the function steps no optimizer (its caller steps after the call),
+    and `name` is a local started anew before the loop: it holds one call's passes. Handed back,
+    it must be bound afresh at every call of the function in this module (`y_hats, loss =
+    self.train_on_batch(x, y)`), or it may be kept there."""
+    if "." in name or loop.implicit or loop.parent is not None or steps or not _counted_passes(loop, facts):
+        return False
+    if not _starts_before(scope, name, loop):
+        return False
+    return not _escapes(scope, name) or _bound_afresh_by_callers(scope, name, facts)
+
+
+def _counted_passes(loop: Loop, facts: ModuleFacts) -> bool:
+    """`for it in range(self.opts.n_iters_per_batch)`: a count of passes, not a walk over a
+    collection (`range(len(prompts))`, the data in minibatches, a loader)."""
+    iterable = loop.iter_expr
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1):
+        return False
+    if any(isinstance(node, ast.Call) and dotted(node.func) == "len" for node in ast.walk(iterable.args[0])):
+        return False
+    return not over_data(loop, facts)
+
+
+def _returned_slot(function: Scope, name: str) -> Optional[int]:
+    """Where every `return` of the function hands `name` back in its tuple (`return y_hats, loss`
+    -> 0); None when it is returned whole, in no tuple, or at different places."""
+    slots = set()
+    for value, _ in function.returns:
+        if isinstance(value, ast.Tuple):
+            slots |= {i for i, element in enumerate(value.elts) if isinstance(element, ast.Name) and element.id == name}
+        else:
+            return None
+    return slots.pop() if len(slots) == 1 else None
+
+
+def _bound_afresh_by_callers(function: Scope, name: str, facts: ModuleFacts) -> bool:
+    """Every call of `function` in this module (one at least) is the whole value of a plain
+    assignment to names (`out = f(x)`, `a, b = self.f(x)`), and what it binds `name` to is only
+    handed to calls that do not keep it."""
+    slot = _returned_slot(function, name)
+    method = function.class_node is not None
+    found = False
+    for scope in facts.collected.scopes:
+        for site in scope.calls:
+            called = dotted(site.call.func) or ""
+            if last_part(called) != function.name or (method and not called.startswith("self.")):
+                continue
+            node = site.stmt.node
+            targets = node.targets if isinstance(node, ast.Assign) and node.value is site.call else None
+            if targets is None or not all(_plain_names(t) for t in targets):
+                return False
+            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+            if slot is not None and all(isinstance(t, ast.Tuple) and len(t.elts) > slot for t in targets):
+                bound = {e.id for t in targets if isinstance(t, ast.Tuple) and isinstance(e := t.elts[slot], ast.Name)}
+            if any(_kept_by_caller(scope, name) for name in bound):
+                return False
+            found = True
+    return found
+
+
+def _plain_names(target: ast.expr) -> bool:
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return all(_plain_names(element) for element in target.elts)
+    return isinstance(target, ast.Name)
+
+
+_GROWING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "push"})
+
+
+def _kept_by_caller(scope: Scope, name: str) -> bool:
+    """The caller reads `name` other than as an argument of a call that does not keep it
+    (`log_images(x, y_hats)` reads it; `history.append(y_hats)`, `self.last = y_hats` or
+    `return y_hats` may keep it past the batch)."""
+    parents = {id(child): node for node in ast.walk(scope.node) for child in ast.iter_child_nodes(node)}
+    for node in ast.walk(scope.node):
+        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+            continue
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.keyword):
+            parent = parents.get(id(parent))
+        if not isinstance(parent, ast.Call) or parent.func is node:
+            return True
+        if method_of(parent)[1] in _GROWING_METHODS:
+            return True
+    return False
+
+
 def _starts_before(scope: Scope, name: str, loop: Loop) -> list[Stmt]:
     """The statements that start `name` anew before `loop` runs: in the loop around it, or
     anywhere earlier in the function when there is none."""

@@ -719,6 +719,8 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if lifetimes.lives_one_window(scope, name, loop, steps) or lifetimes.lives_one_batch(scope, name, loop, facts):
                 continue
+            if lifetimes.lives_one_call(scope, name, loop, steps, facts):
+                continue
             if lifetimes.consumed(scope, name, facts.collected.scopes):
                 continue
             if not (_derived_names(scope, value, at) & loop_graph) or not facts.flow.carries_graph(value, at):
