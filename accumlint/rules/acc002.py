@@ -12,7 +12,7 @@ from accumlint.analysis.calls import Callee, bound_arguments
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, STEP
 from accumlint.analysis.dataflow import choices, reaching
-from accumlint.analysis.exprs import class_like, dotted, last_part, method_of, names_in, subscript_holder, walk
+from accumlint.analysis.exprs import class_like, dotted, keyword, last_part, method_of, names_in, subscript_holder, walk
 from accumlint.analysis import lifetimes
 from accumlint.analysis.values import CONTAINER, NUMBER, TENSOR, TENSORS, UNKNOWN, ValueKinds
 from accumlint.model import Fix, Origin, TextEdit, Violation
@@ -390,12 +390,22 @@ def _cannot_keep_a_graph(name: str, stmt: Stmt) -> bool:
     if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
         receiver, method = method_of(node.value)
         built_by = last_part(dotted(built.func))
-        return receiver is not None and method in _COLLECTING and dotted(receiver) == name and built_by[:1].isupper()
+        collects = receiver is not None and method in _COLLECTING and dotted(receiver) == name
+        return collects and (built_by[:1].isupper() or _bounded_queue(built))
     if isinstance(node, ast.AugAssign) and dotted(node.target) == name:
         for keyword in built.keywords:
             if keyword.arg == "dtype" and last_part(dotted(keyword.value)) in _INTEGER_DTYPES:
                 return True
     return False
+
+
+def _bounded_queue(built: ast.Call) -> bool:
+    """`deque(maxlen=n)` (or `deque(items, n)`): it keeps its last n items, so what it holds cannot
+    grow with the run (`maxlen=None` is unbounded)."""
+    if last_part(dotted(built.func)) != "deque":
+        return False
+    size = keyword(built, "maxlen") if len(built.args) < 2 else built.args[1]
+    return size is not None and not (isinstance(size, ast.Constant) and size.value is None)
 
 
 def _stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
