@@ -65,6 +65,27 @@ def test_no_sync_on_the_non_final_micro_steps_is_clean(made: str) -> None:
     assert findings_of(_inline(made, "ddp_model if args.distributed else model", NO_SYNC), "ACC009") == []
 
 
+def test_choice_between_the_wrapper_and_what_it_holds_is_clean() -> None:
+    # `model.module` on a distributed run, the bare model otherwise: never the DDP model
+    made = "if args.distributed:\n        model = DistributedDataParallel(model, device_ids=[args.gpu])"
+    assert findings_of(_inline(made, "model.module if args.distributed else model"), "ACC009") == []
+    assert len(findings_of(_inline(made, "model"), "ACC009")) == 1
+
+
+def test_a_choice_handed_on_by_a_second_function_is_followed() -> None:
+    source = _inline(MADE_BY_IF, "ddp_model if args.distributed else model")
+    source = source.replace(
+        "        train_one_epoch(loader, ddp_model if args.distributed else model, optimizer, criterion, args)",
+        "        fit(loader, ddp_model, optimizer, criterion, args)",
+    ) + textwrap.dedent("""
+
+        def fit(loader, net, optimizer, criterion, args):
+            train_one_epoch(loader, net if not args.frozen else args.frozen_model, optimizer, criterion, args)
+        """)
+    found = findings_of(source, "ACC009")
+    assert len(found) == 1 and "ddp_model" in found[0].message
+
+
 def test_choice_between_two_unwrapped_models_is_clean() -> None:
     made = "ddp_model = other if args.distributed else None"
     assert findings_of(_inline(made, "ddp_model if args.distributed else model"), "ACC009") == []
@@ -108,7 +129,7 @@ def get_ema_ddp_model(model, args):
     if args.distributed:
         ddp_model = SLOT
     else:
-        ddp_model = None
+        ddp_model = OTHER
 
     return model, ema_model, ddp_model
 """
@@ -127,11 +148,17 @@ def main(args, model, loader, criterion):
 """
 
 
-def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slot: str, sync: str = "contextlib.nullcontext()") -> list:
+def _project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slot: str, sync: str = "contextlib.nullcontext()",
+    other: str = "None", early: bool = False,
+) -> list:
     (tmp_path / ".git").mkdir()
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "__init__.py").write_text("")
-    (tmp_path / "pkg" / "factory.py").write_text(textwrap.dedent(FACTORY).replace("SLOT", slot).lstrip())
+    factory = textwrap.dedent(FACTORY).replace("SLOT", slot).replace("OTHER", other).lstrip()
+    if early:  # `if not args.distributed: return model, ema_model, None` before the wrapping
+        factory = factory.replace("    if args.distributed:\n", "    if not args.distributed:\n        return model, ema_model, None\n    if args.distributed:\n")
+    (tmp_path / "pkg" / "factory.py").write_text(factory)
     driver = textwrap.dedent(DRIVER).replace("SYNC", sync).lstrip()
     (tmp_path / "train.py").write_text(driver)
     monkeypatch.chdir(tmp_path)
@@ -141,6 +168,18 @@ def _project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, slot: str, sync: s
 def test_factory_slot_that_is_ddp_or_none_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     found = _project(tmp_path, monkeypatch, "DistributedDataParallel(model, device_ids=[args.gpu])")
     assert len(found) == 1 and "ddp_model" in found[0].message
+
+
+@pytest.mark.parametrize("other,early", [("model", False), ("None", True)])
+def test_factory_slot_bare_model_or_early_none_is_reported(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, other: str, early: bool
+) -> None:
+    found = _project(tmp_path, monkeypatch, "DistributedDataParallel(model)", other=other, early=early)
+    assert len(found) == 1 and "ddp_model" in found[0].message
+
+
+def test_factory_slot_of_another_model_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _project(tmp_path, monkeypatch, "DistributedDataParallel(model)", other="ema_model") == []
 
 
 def test_factory_slot_with_no_sync_in_the_loop_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.snippets import findings
+from tests.snippets import findings_of
 
 SYNC_HELPER = """
 import contextlib
@@ -48,7 +48,7 @@ def training_loop(net, encoder, device, optimizer, loss_fn, batches, rounds, lr)
 """
 
 
-def _codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str) -> list[str]:
+def _found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str) -> list[tuple[str, str]]:
     (tmp_path / ".git").mkdir()
     (tmp_path / "torch_utils").mkdir()
     (tmp_path / "torch_utils" / "__init__.py").write_text("")
@@ -56,12 +56,14 @@ def _codes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str) -> lis
     source = textwrap.dedent(ROUNDS).lstrip()
     (tmp_path / "loop.py").write_text(source)
     monkeypatch.chdir(tmp_path)
-    return [code for code, _ in findings(source, "loop.py")]
+    return [(f.code, f.message) for f in findings_of(source, path="loop.py")]
 
 
 def test_a_sync_helper_around_each_pass_controls_sync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _codes(tmp_path, monkeypatch, "no_sync") == []
+    assert _found(tmp_path, monkeypatch, "no_sync") == []
 
 
 def test_a_helper_that_enters_something_else_is_reported(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert _codes(tmp_path, monkeypatch, "autocast") == ["ACC009"]
+    found = _found(tmp_path, monkeypatch, "autocast")
+    # read as a loop of passes stepped after it (the path this helper check guards)
+    assert [code for code, _ in found] == ["ACC009"] and "every pass of this loop of micro-batches" in found[0][1]

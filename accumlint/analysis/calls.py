@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union, cast
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
-from accumlint.analysis.exprs import class_like, dotted, is_constant, is_string, keyword, last_part, positional
+from accumlint.analysis.exprs import MODULE_RETURNING_METHODS, class_like, dotted, is_constant, is_string, keyword, last_part, positional
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
@@ -28,10 +28,6 @@ if TYPE_CHECKING:
 _MAX_DEPTH = 8
 # Wrappers whose forward runs the wrapped module's forward on each device's share of the batch.
 _DATA_PARALLEL = frozenset({"DataParallel", "DistributedDataParallel", "FullyShardedDataParallel"})
-# `nn.Module` methods that return the module itself: `Net().to(device)` is an instance of `Net`.
-_RETURNS_THE_MODULE = frozenset({
-    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_",
-})
 
 
 def _held_instance(resolver: "Resolver", element: ast.expr, scope: Scope) -> Optional[set[str]]:
@@ -48,7 +44,7 @@ def _module_itself(value: ast.expr) -> ast.expr:
     """`Net(...).cuda().train()` -> `Net(...)`: the object such calls hand back unchanged."""
     while (
         isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
-        and value.func.attr in _RETURNS_THE_MODULE and isinstance(value.func.value, ast.Call)
+        and value.func.attr in MODULE_RETURNING_METHODS and isinstance(value.func.value, ast.Call)
     ):
         value = value.func.value
     return value
@@ -507,7 +503,7 @@ class Resolver:
     def _model_made(self, value: ast.expr, name: str, scope: Scope, depth: int) -> Optional[set[str]]:
         """The model classes one binding of `name` hands on (empty for `model = DDP(model)`, which
         keeps what `name` held); None when it shows no project model."""
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _RETURNS_THE_MODULE:
+        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
             value = value.func.value
         held_name = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
         if held_name is not None:

@@ -11,6 +11,16 @@ BUILTIN_NAMES = frozenset(dir(builtins))
 
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
 
+# Methods of a torch module that hand back the module itself (`net.cuda()`, `net.to(device)`,
+# `net.train()`): the same object under another expression.
+MODULE_RETURNING_METHODS = frozenset({
+    "to", "cuda", "cpu", "float", "half", "double", "bfloat16", "train", "eval", "requires_grad_", "to_empty",
+})
+
+# Methods that put their argument into the container they are called on (`history.append(x)`,
+# `queue.put(x)`): what they are given lives as long as the container.
+FILLING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"})
+
 
 def dotted(expr: Optional[ast.AST]) -> Optional[str]:
     """`a.b.c` for a chain of names and attributes; None for anything else."""

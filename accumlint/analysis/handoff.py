@@ -25,18 +25,23 @@ class Handoff:
     classes: dict[str, str] = field(default_factory=dict)
 
 
-def chosen(argument: ast.expr) -> set[str]:
+def handed_names(argument: ast.expr) -> set[str]:
     """The names an argument may hand over: `model`, or either choice of `ddp_model if
-    args.distributed else model`."""
+    args.distributed else model`. Not a choice between an object and what it holds (`model.module
+    if args.distributed else model`): on each side that is the object the wrapper holds, never the
+    wrapper."""
     if isinstance(argument, ast.IfExp):
-        return chosen(argument.body) | chosen(argument.orelse)
+        body, orelse = handed_names(argument.body), handed_names(argument.orelse)
+        if any(a.startswith(b + ".") or b.startswith(a + ".") for a in body for b in orelse):
+            return set()
+        return body | orelse
     name = dotted(argument)
     return {name} if name is not None else set()
 
 
 def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
     """The parameter the call binds to the name `value` (or to a choice that may be `value`)."""
-    return next((param for param, argument in bound.items() if value in chosen(argument)), None)
+    return next((param for param, argument in bound.items() if value in handed_names(argument)), None)
 
 
 def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee, resolver: Resolver) -> dict[str, str]:

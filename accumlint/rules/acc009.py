@@ -13,12 +13,12 @@ from accumlint.analysis.calls import AnalysedModule, analysed, bound_arguments, 
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.handoff import Handoff, chosen, handoffs
+from accumlint.analysis.handoff import Handoff, handed_names, handoffs
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import dotted, is_true, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import MODULE_RETURNING_METHODS, dotted, is_true, keyword, last_part, literal_element, method_of, positional
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
@@ -418,7 +418,7 @@ def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
     for wrapped, bare in ((value.body, value.orelse), (value.orelse, value.body)):
         if not (_builds_wrapper(wrapped, facts.analysed) and isinstance(wrapped, ast.Call)):
             continue
-        if isinstance(bare, ast.Constant) and bare.value is None:
+        if _no_value(bare):
             return True
         inner = _unmoved(positional(wrapped, 0) or keyword(wrapped, "module"))
         if inner is not None and inner == _unmoved(bare):
@@ -426,12 +426,9 @@ def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
     return False
 
 
-_MOVES = frozenset({"cuda", "to", "cpu", "float", "half", "bfloat16", "double", "to_empty"})
-
-
 def _unmoved(value: Optional[ast.expr]) -> Optional[str]:
     """The model a value is, past the moves and casts on it (`net.cuda()`, `net.to(device)` -> net)."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in _MOVES:
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
         value = value.func.value
     return dotted(value) if value is not None else None
 
@@ -531,8 +528,10 @@ def _wraps(
     returned_values = [
         (literal_element(returned, index) if index else returned, stmt) for returned, stmt in callee.scope.returns
     ]
-    return all(
-        value is not None and _returns_wrapper(value, stmt, callee.module) for value, stmt in returned_values
+    # an early `return model, None` on a run with no DDP leaves no model in that slot
+    found = [value is not None and _returns_wrapper(value, stmt, callee.module) for value, stmt in returned_values]
+    return any(found) and all(
+        wraps or _no_value(value) for wraps, (value, _) in zip(found, returned_values)
     )
 
 
@@ -563,13 +562,20 @@ def _returns_wrapper(returned: ast.expr, stmt: Stmt, module: AnalysedModule) -> 
     if not isinstance(returned, ast.Name):
         return False
     definitions = [d for d in stmt.scope.definitions(returned.id) if d.order < stmt.order and d.stmt.compatible(stmt)]
-    # the definitions that reach the return: none later on a path that runs after them
+    # the last definition on each branch: one that a later definition on the same path may
+    # overwrite is left out (with `x = None; if d: x = DDP(m)` only the wrapping is read)
     last = [d for d in definitions if not any(o.order > d.order and o.stmt.compatible(d.stmt) for o in definitions)]
     if not last or any(d.kind != "assign" for d in last):
         return False
     wrappers = [d for d in last if _builds_wrapper(d.value, module)]
-    nones = [d for d in last if isinstance(d.value, ast.Constant) and d.value.value is None]
-    return bool(wrappers) and len(wrappers) + len(nones) == len(last)
+    wrapped = {_unmoved(positional(d.value, 0) or keyword(d.value, "module")) for d in wrappers if isinstance(d.value, ast.Call)}
+    others = [d for d in last if d not in wrappers]
+    # the other branches leave no model (`None`) or the bare model the wrapper wraps
+    return bool(wrappers) and all(_no_value(d.value) or _unmoved(d.value) in wrapped for d in others)
+
+
+def _no_value(value: Optional[ast.expr]) -> bool:
+    return isinstance(value, ast.Constant) and value.value is None
 
 
 def _ddp_models(facts: ModuleFacts) -> set[str]:
@@ -989,7 +995,7 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
         for site in sf.scope.calls:
             if site.stmt.no_grad:
                 continue  # `with torch.no_grad(): full_eval(model, ...)`: no backward runs there
-            for value in sorted({name for a in _arguments(site.call) for name in chosen(a) if name in models}):
+            for value in sorted({name for a in _arguments(site.call) for name in handed_names(a) if name in models}):
                 wrapping = _wrapping_in_sight(value, sf.scope, facts)
                 if wrapping is None:
                     continue
@@ -1049,7 +1055,7 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         if found or depth >= _MAX_HOPS:
             continue
         for site in reader.calls:
-            if not site.stmt.no_grad and any(dotted(argument) == handoff.name for argument in _arguments(site.call)):
+            if not site.stmt.no_grad and any(handoff.name in handed_names(argument) for argument in _arguments(site.call)):
                 for onward in handoffs(site, handoff.name, module.resolver):
                     yield from _loops_reached(onward, facts, depth + 1)
 
