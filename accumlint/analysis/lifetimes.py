@@ -5,11 +5,11 @@ whether a value comes out of a forward pass that runs with autograd on."""
 from __future__ import annotations
 
 import ast
-from typing import TYPE_CHECKING, Iterator, Optional
+from typing import TYPE_CHECKING, Callable, Iterator, Optional
 
 from accumlint.analysis.collect import Loop, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
-from accumlint.analysis.exprs import dotted, int_value, is_constant, last_part, method_of, names_in, walk
+from accumlint.analysis.exprs import FILLING_METHODS, dotted, int_value, is_constant, last_part, method_of, names_in, walk
 from accumlint.frameworks import Role
 
 if TYPE_CHECKING:
@@ -141,28 +141,37 @@ def lives_one_batch(scope: Scope, name: str, loop: Loop, facts: ModuleFacts) -> 
     return bool(_starts_before(scope, name, loop))
 
 
-def lives_one_call(scope: Scope, name: str, loop: Loop, steps: list[Stmt], facts: ModuleFacts) -> bool:
+def lives_one_call(
+    scope: Scope, name: str, loop: Loop, steps: list[Stmt], facts: ModuleFacts, keeps: "ArgumentKept"
+) -> bool:
     """The loop makes passes over one batch, not over the data (`for it in range(n_iters)`, each
     pass with its backward), the function steps no optimizer (its caller steps after the call),
     and `name` is a local started anew before the loop: it holds one call's passes. Handed back,
     it must be bound afresh at every call of the function in this module (`y_hats, loss =
-    self.train_on_batch(x, y)`), or it may be kept there."""
+    self.train_on_batch(x, y)`) and handed on only to calls that do not keep it (`keeps` says
+    which project functions do), or it may outlive the batch there."""
     if "." in name or loop.implicit or loop.parent is not None or steps or not _counted_passes(loop, facts):
         return False
     if not _starts_before(scope, name, loop):
         return False
-    return not _escapes(scope, name) or _bound_afresh_by_callers(scope, name, facts)
+    return not _escapes(scope, name) or _bound_afresh_by_callers(scope, name, facts, keeps)
+
+
+# Whether a call keeps one of its arguments past the call (`self.remember(y_hats)` storing it).
+ArgumentKept = Callable[[ast.Call, Scope, ast.expr], bool]
 
 
 def _counted_passes(loop: Loop, facts: ModuleFacts) -> bool:
     """`for it in range(self.opts.n_iters_per_batch)`: a count of passes, not a walk over a
-    collection (`range(len(prompts))`, the data in minibatches, a loader)."""
+    collection (`range(len(prompts))`, `range(x.shape[0])`, the data in minibatches, a loader)."""
     iterable = loop.iter_expr
-    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and len(iterable.args) == 1):
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "range" and iterable.args):
         return False
-    if any(isinstance(node, ast.Call) and dotted(node.func) == "len" for node in ast.walk(iterable.args[0])):
-        return False
-    return not over_data(loop, facts)
+    sized = (
+        (isinstance(node, ast.Call) and dotted(node.func) == "len") or _sized_by(node) is not None
+        for node in ast.walk(iterable.args[-1])
+    )
+    return not any(sized) and not over_data(loop, facts)
 
 
 def _returned_slot(function: Scope, name: str) -> Optional[int]:
@@ -177,29 +186,25 @@ def _returned_slot(function: Scope, name: str) -> Optional[int]:
     return slots.pop() if len(slots) == 1 else None
 
 
-def _bound_afresh_by_callers(function: Scope, name: str, facts: ModuleFacts) -> bool:
-    """Every call of `function` in this module (one at least) is the whole value of a plain
-    assignment to names (`out = f(x)`, `a, b = self.f(x)`), and what it binds `name` to is only
-    handed to calls that do not keep it."""
+def _bound_afresh_by_callers(function: Scope, name: str, facts: ModuleFacts, keeps: ArgumentKept) -> bool:
+    """Every call of `function` in this module (one at least; for a method, each through `self`)
+    is the whole value of a plain assignment to names (`out = f(x)`, `a, b = self.f(x)`), and what
+    it binds `name` to is only handed to calls that do not keep it."""
     slot = _returned_slot(function, name)
-    method = function.class_node is not None
-    found = False
-    for scope in facts.collected.scopes:
-        for site in scope.calls:
-            called = dotted(site.call.func) or ""
-            if last_part(called) != function.name or (method and not called.startswith("self.")):
-                continue
-            node = site.stmt.node
-            targets = node.targets if isinstance(node, ast.Assign) and node.value is site.call else None
-            if targets is None or not all(_plain_names(t) for t in targets):
-                return False
-            bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
-            if slot is not None and all(isinstance(t, ast.Tuple) and len(t.elts) > slot for t in targets):
-                bound = {e.id for t in targets if isinstance(t, ast.Tuple) and isinstance(e := t.elts[slot], ast.Name)}
-            if any(_kept_by_caller(scope, name) for name in bound):
-                return False
-            found = True
-    return found
+    sites = facts.calls_named(function.name)
+    for _, site in sites:
+        if function.class_node is not None and not (dotted(site.call.func) or "").startswith("self."):
+            return False  # `coach.train_on_batch(x)` or another object's method: not known to be this one
+        node = site.stmt.node
+        targets = node.targets if isinstance(node, ast.Assign) and node.value is site.call else None
+        if targets is None or not all(_plain_names(t) for t in targets):
+            return False
+        bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        if slot is not None and all(isinstance(t, ast.Tuple) and len(t.elts) > slot for t in targets):
+            bound = {e.id for t in targets if isinstance(t, ast.Tuple) and isinstance(e := t.elts[slot], ast.Name)}
+        if any(_kept_by_caller(site.stmt.scope, held, keeps) for held in bound):
+            return False
+    return bool(sites)
 
 
 def _plain_names(target: ast.expr) -> bool:
@@ -208,13 +213,10 @@ def _plain_names(target: ast.expr) -> bool:
     return isinstance(target, ast.Name)
 
 
-_GROWING_METHODS = frozenset({"append", "extend", "insert", "add", "update", "setdefault", "put", "push"})
-
-
-def _kept_by_caller(scope: Scope, name: str) -> bool:
+def _kept_by_caller(scope: Scope, name: str, keeps: ArgumentKept) -> bool:
     """The caller reads `name` other than as an argument of a call that does not keep it
-    (`log_images(x, y_hats)` reads it; `history.append(y_hats)`, `self.last = y_hats` or
-    `return y_hats` may keep it past the batch)."""
+    (`log_images(x, y_hats)` reads it; `history.append(y_hats)`, a project method that stores it,
+    `self.last = y_hats` or `return y_hats` may keep it past the batch)."""
     parents = {id(child): node for node in ast.walk(scope.node) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(scope.node):
         if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
@@ -224,7 +226,7 @@ def _kept_by_caller(scope: Scope, name: str) -> bool:
             parent = parents.get(id(parent))
         if not isinstance(parent, ast.Call) or parent.func is node:
             return True
-        if method_of(parent)[1] in _GROWING_METHODS:
+        if method_of(parent)[1] in FILLING_METHODS or keeps(parent, scope, node):
             return True
     return False
 

@@ -399,6 +399,22 @@ def _cannot_keep_a_graph(name: str, stmt: Stmt) -> bool:
     return False
 
 
+def _argument_kept(facts: ModuleFacts) -> lifetimes.ArgumentKept:
+    """Whether a call of a project function keeps the argument `arg` past the call: a method that
+    stores it on its object (`self.history.append(y_hats)`), or a function that stores it into
+    another argument (`record(store, value)`)."""
+    def keeps(call: ast.Call, scope: Scope, arg: ast.expr) -> bool:
+        callee = facts.analysed.resolver.resolve(call, scope)
+        if callee is None:
+            return False
+        if any(kept is arg for kept, _ in _kept_arguments_of_call(facts, call, callee)):
+            return True
+        bound = bound_arguments(call, callee) or {}
+        return any(bound.get(value) is arg for _, value, _ in _kept_arguments(facts, callee.scope))
+
+    return keeps
+
+
 def _bounded_queue(built: ast.Call) -> bool:
     """`deque(maxlen=n)` (or `deque(items, n)`): it keeps its last n items, so what it holds cannot
     grow with the run (`maxlen=None` is unbounded)."""
@@ -729,7 +745,7 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
                 continue
             if lifetimes.lives_one_window(scope, name, loop, steps) or lifetimes.lives_one_batch(scope, name, loop, facts):
                 continue
-            if lifetimes.lives_one_call(scope, name, loop, steps, facts):
+            if lifetimes.lives_one_call(scope, name, loop, steps, facts, _argument_kept(facts)):
                 continue
             if lifetimes.consumed(scope, name, facts.collected.scopes):
                 continue

@@ -17,7 +17,7 @@ from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import BUILTIN_NAMES, class_like, dotted, last_part, method_of, names_in, subscript_holder
+from accumlint.analysis.exprs import BUILTIN_NAMES, FILLING_METHODS, class_like, dotted, last_part, method_of, names_in, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
 from accumlint.model import Fix, Violation
@@ -30,7 +30,6 @@ NAME = "retain-graph-in-loop"
 SUMMARY = "backward(retain_graph=True) keeps a graph nothing uses again"
 FIX: FixSafety = "unsafe"
 _GRADIENT_EVENTS = {STEP, ZERO, CLIP, UNSCALE, UPDATE}
-_FILLING = {"append", "extend", "insert", "add", "update", "setdefault", "put", "appendleft"}
 
 
 def _touches_grad(node: ast.AST) -> bool:
@@ -489,7 +488,7 @@ def _fills_with_a_graph(scope: Scope, module: AnalysedModule, holder: Callable[[
     for site in scope.calls:
         receiver, method = method_of(site.call)
         held = dotted(receiver) if receiver is not None else None
-        if held is None or method not in _FILLING or not holder(held.split(".", 1)[0]):
+        if held is None or method not in FILLING_METHODS or not holder(held.split(".", 1)[0]):
             continue
         values = [*site.call.args, *(kw.value for kw in site.call.keywords)]
         if any(module.flow.carries_graph(value, site.stmt) for value in values):
