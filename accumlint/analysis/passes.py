@@ -78,9 +78,20 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
         if loop.over_optimizers or _reads_gradients(loop):  # walks the loop's body: asked last
             continue
         step = _step_after(loop, events)
-        if step is not None:
+        if step is not None and not _zeroed_before(step, loop, events):
             found.append((loop, step))
     return found
+
+
+def _zeroed_before(step: Event, loop: Loop, events: list[Event]) -> bool:
+    """The gradients are zeroed between the loop and the step on the step's way (GEM: each pass's
+    gradient is stored, then `zero_grad()` and a fresh backward feed the step): what the passes
+    left never reaches that step, so the loop is no window of it."""
+    return any(
+        e.kind == ZERO and loop.last_order < e.order < step.order and e.stmt.compatible(step.stmt)
+        and not loop.contains(e.stmt)
+        for e in events
+    )
 
 
 def zeroed_each_pass(scope: Scope, events: list[Event], loops: list[tuple[Loop, Event]]) -> list[ZeroedEachPass]:

@@ -130,13 +130,14 @@ class Window:
         if self._in_handler_in_loop(stmt):
             return False  # `except StopIteration:` (the data restarts): runs when something fails, not every micro-step
         return not (
-            self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
+            self.once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
             or self._gated_once_per_window(stmt) or self._flag_gated(stmt) or self._periodic(stmt)
         )
 
     def _inside_the_loop(self, stmt: Stmt) -> Iterator[tuple[ast.AST, str]]:
-        """The blocks around `stmt` from the micro-loop inwards."""
-        inside = False
+        """The blocks around `stmt` from the micro-loop inwards (all of them in a function called
+        once per micro-step, whose body is the loop's)."""
+        inside = self.micro_loop.implicit
         for node, branch in stmt.path:
             inside = inside or node is self.micro_loop.node
             if inside:
@@ -153,10 +154,15 @@ class Window:
         """In an `except` clause inside the micro-loop."""
         return any(isinstance(node, ast.ExceptHandler) for node, _ in self._inside_the_loop(stmt))
 
-    def _once_per_loop(self, stmt: Stmt) -> bool:
-        """In the block of `if step == 0:` (the micro-loop's own index equal to a number, alone or
-        in an `and`, `epoch == 0 and step == 0`): runs on one micro-step of the loop, not on every one."""
+    def once_per_loop(self, stmt: Stmt) -> bool:
+        """In the block of `if step == 0:` (the micro-loop's own index, or the counter the window's
+        gate reads, equal to a number, alone or in an `and`, `epoch == 0 and step == 0`; in a step
+        method called per batch, `if self.task_iteration == 0:` beside the gate `if
+        self.task_iteration % k == 0:`): runs on one micro-step of the loop, not on every one."""
         targets = set(self.micro_loop.targets)
+        counter = dotted(self.test.counter) if self.test is not None else None
+        if counter is not None:
+            targets.add(counter)
 
         def first_only(test: ast.expr) -> bool:
             parts = test.values if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And) else [test]
@@ -243,10 +249,7 @@ def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
     if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
         return False
     sides = (test.left, test.comparators[0])
-    return any(
-        isinstance(name, ast.Name) and name.id in targets and int_value(number) is not None
-        for name, number in (sides, sides[::-1])
-    )
+    return any(dotted(name) in targets and int_value(number) is not None for name, number in (sides, sides[::-1]))
 
 
 def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:
