@@ -1201,7 +1201,7 @@ class DataFlow:
         `loss, stats = self.actor(batch)` may hold floats."""
         receiver, method = method_of(call)
         func = dotted(call.func) or ""
-        if method not in _MODEL_HOUSEKEEPING and self._names_a_model(func, at):
+        if method not in _MODEL_HOUSEKEEPING and not _gradient_getter(method) and self._names_a_model(func, at):
             # `model(x)`, `self.net.forward(x)`, `model.head(x)`, `rnn(x, h)` with `rnn = nn.GRU(...)`.
             # Of an unpacked result only the output proper (`loss, stats = self.actor(batch)`: `stats`
             # may be floats) and a state the call is handed back (`out, hidden = model(x, hidden)`).
@@ -1329,7 +1329,7 @@ class DataFlow:
             if definition.kind == "unpack" and definition.index[:1] not in {(0,), ()} and definition is not root:
                 continue
             found.add(id(definition))
-            for name in _read_outside_detach(definition.value):
+            for name in read_outside_detach(definition.value):
                 base, _ = reaching(name, definition.stmt.scope, definition.stmt.order, definition.stmt)
                 if base is not None and base.kind in {"assign", "unpack"} and self._opaque_call(base.value, base.stmt):
                     if not self._builds_framework_object(base.value) and not self._returns_without_graph(base.value, base.stmt):
@@ -1377,6 +1377,8 @@ class DataFlow:
             return False  # `data = next(loader)`, `loader = iter(train_loader)`: data, not an output
         if full in _CONTAINER_BUILTINS and full not in self.collected.imports:
             return False  # `log = dict(loss=loss.item())`: what it holds is read from its arguments
+        if full in _NUMBER_BUILTINS | _NUMBER_CASTS and full not in self.collected.imports:
+            return False  # `warm_up = min(1.0, warm_up + step)`: computed from its arguments
         return receiver is None or not self._local_value(receiver, at)
 
     def instance_method(self, call: ast.Call, at: Stmt) -> Optional[Callee]:
@@ -1885,7 +1887,16 @@ def _index_part(expr: ast.Subscript) -> bool:
     return method in _INDEX_RETURNING
 
 
-def _read_outside_detach(expr: ast.expr) -> set[str]:
+_GRADIENT_WORDS = frozenset({"grad", "grads", "gradient", "gradients"})
+
+
+def _gradient_getter(method: Optional[str]) -> bool:
+    """`net.get_grads()`, `model.flat_grad()`: a model method named for the gradients it hands
+    back (the parameters' `.grad`, no graph), not a forward (`grad_penalty` is named for a loss)."""
+    return method is not None and method.lower().rsplit("_", 1)[-1] in _GRADIENT_WORDS
+
+
+def read_outside_detach(expr: ast.expr) -> set[str]:
     """The names an expression reads other than through a detach, `.data` or a size."""
     found: set[str] = set()
     pending: list[ast.AST] = [expr]

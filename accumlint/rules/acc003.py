@@ -12,6 +12,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import AnalysedModule
 from accumlint.analysis.collect import CallSite, Definition, Loop, Occurrence, Scope, Stmt
+from accumlint.analysis.dataflow import read_outside_detach, reaching
 from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.exprs import dotted, is_constant, is_true, keyword, last_part
 from accumlint.analysis.lifetimes import own_attribute
@@ -45,12 +46,16 @@ class _Span:
     first_order: int
     method: Optional[str] = None  # the method's name when the span is a method body
     outer: Optional[Loop] = None  # the loop around this one
+    node: Optional[ast.AST] = None  # the loop statement (None for a method body)
 
 
 def _loop_span(loop: Loop) -> _Span:
     # A framework hook called once per batch (Lightning's training_step) is a method body too:
     # its locals and parameters (the batch) start anew on every call.
-    return _Span(loop.contains, loop.first_order, loop.scope.name if loop.implicit else None, outer=loop.parent)
+    return _Span(
+        loop.contains, loop.first_order, loop.scope.name if loop.implicit else None, outer=loop.parent,
+        node=None if loop.implicit else loop.node,
+    )
 
 
 def _whole_sequence(name: str, loop: _Span, scope: Scope, events) -> bool:
@@ -121,6 +126,8 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
         # are any (`inp = out` after backward), else all of them.
         after = [d for d in inside if d.order > last_backward]
         deciding = after[-1:] if after else inside
+        if after and _fresh_after_backward(name, after[-1], scope, loop, last_backward, facts):
+            continue  # `out = model(x_new)` from a fresh leaf: the next iteration backwards a new graph once
         if any(_made_by_layers_out_of_sight(d, facts) for d in deciding):
             continue  # what the project's forward hands back is not known: silent
         if any(_field_out_of_sight(d, facts) for d in deciding):
@@ -222,6 +229,51 @@ def _detach_statement(name: str, definition: Definition, scope: Scope, loop: _Sp
         if isinstance(initial, ast.Call) and last_part(dotted(initial.func)) in _FACTORIES:
             return f"{name} = {name}.detach()", True
     return f"{name} = {name}.detach()", False
+
+
+def _fresh_after_backward(
+    name: str, definition: Definition, scope: Scope, loop: _Span, last_backward: int, facts: ModuleFacts | AnalysedModule
+) -> bool:
+    """What `definition` gives `name` after the iteration's last backward is built only from values
+    made after that backward (a fresh leaf `x = x.detach().requires_grad_()`, the model's
+    parameters): no part of its graph was backwarded, and it reads no state carried from an earlier
+    iteration (not itself, no name the loop binds later), so the next iteration backwards it once."""
+    if loop.node is None or not _on_every_iteration(definition.stmt, loop.node):
+        return False  # `if step % 100 == 0: temp = ...`: the other iterations carry the old graph on
+    flow = facts.flow
+    pending, seen = [definition], set()
+    while pending:
+        current = pending.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if current.value is None or current.kind not in {"assign", "unpack"}:
+            return False
+        for read in read_outside_detach(current.value):
+            base, updates = reaching(read, scope, current.order, current.stmt)
+            if base is None or not loop.contains(base.stmt):
+                later = [d for d in scope.definitions(read) if loop.contains(d.stmt) and d.order >= current.order]
+                if read == name or later or (base is not None and flow._definition_carries(base, 0)):
+                    return False  # state carried in from the iteration before
+                continue
+            if updates or base.order < last_backward:
+                if updates or flow._definition_carries(base, 0):
+                    return False  # made before the backward: its graph was backwarded already
+                continue
+            pending.append(base)
+    return True
+
+
+def _on_every_iteration(stmt: Stmt, loop_node: ast.AST) -> bool:
+    """The statement sits in the loop's body under no `if` or inner loop (a `with` or `try` runs it
+    each time): every iteration that goes on runs it."""
+    inside = False
+    for node, _ in stmt.path:
+        if node is loop_node:
+            inside = True
+        elif inside and not isinstance(node, (ast.With, ast.AsyncWith, ast.Try)):
+            return False
+    return inside
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:
