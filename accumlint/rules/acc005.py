@@ -325,6 +325,8 @@ def _leftover(window: Window, facts_events) -> str:
     for event in facts_events:
         if event.kind == ZERO and epochs.contains(event.stmt) and not loop.contains(event.stmt):
             return "; their gradients are zeroed before the next epoch's first step"
+        if event.kind == ZERO and loop.contains(event.stmt) and window.once_per_loop(event.stmt):
+            return "; their gradients are zeroed at the next epoch's first batch"  # `if i == 0: zero_grad()`
     return "; their gradients are added to the next epoch's first window, and the last epoch's are never applied"
 
 
@@ -398,14 +400,51 @@ def _skips_batch_zero(test: ast.expr, counter: ast.expr) -> bool:
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
         return False
     name = dotted(counter)
-    for part in test.values:
-        if dotted(part) == name:
-            return True
-        if isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name:
-            op, bound = part.ops[0], int_value(part.comparators[0])
-            if (isinstance(op, (ast.Gt, ast.NotEq)) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1):
-                return True
+    return any(_false_at_zero(part, name) for part in test.values)
+
+
+def _false_at_zero(part: ast.expr, name: Optional[str]) -> bool:
+    """`i`, `i > 0`, `i != 0`, `i >= 1`; also `(i > 0 or k == 1)`, whose other choice only holds
+    when there is no window to speak of."""
+    if dotted(part) == name:
+        return True
+    if isinstance(part, ast.BoolOp) and isinstance(part.op, ast.Or):
+        skips = [value for value in part.values if _false_at_zero(value, name)]
+        return bool(skips) and all(value in skips or _equals_one(value) for value in part.values)
+    if isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name:
+        op, bound = part.ops[0], int_value(part.comparators[0])
+        return (isinstance(op, (ast.Gt, ast.NotEq)) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1)
     return False
+
+
+def _equals_one(test: ast.expr) -> bool:
+    """`args.virtual_bs_n == 1`: a setting of one micro-batch per window."""
+    return (
+        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+        and int_value(test.comparators[0]) == 1
+    )
+
+
+def _tail(window: Window, start: int, k_text: str, tested: ast.expr) -> str:
+    """How many batches are left over at the end of an epoch of `len` batches: `len % k` when the
+    gate's count is 1 at the first batch (`(i + 1) % k` with `i` from 0); `(len + 1) % k` when it is
+    already 2 (`(i + 1) % k` with `enumerate(loader, 1)`)."""
+    assert window.test is not None
+    offset = _offset(window.test.counter)
+    if window.test.flag is not None or offset is None or not _fires_at_zero(tested, window.test.counter):
+        return f"len % {k_text}"
+    ahead = start + offset - 1
+    return f"len % {k_text}" if ahead < 1 else f"(len + {ahead}) % {k_text}"
+
+
+def _short_first_window(window: Window, start: int, tested: ast.expr) -> str:
+    """What a count already past 1 at the first batch does to the first window, for the message."""
+    assert window.test is not None
+    offset = _offset(window.test.counter)
+    if window.test.flag is not None or offset is None or not _fires_at_zero(tested, window.test.counter):
+        return ""
+    ahead = start + offset - 1
+    return f" (the gate's count is {ahead + 1} at the first batch, so the first window is {ahead} short)" if ahead >= 1 else ""
 
 
 def _off_by_one(window: Window, start: int, tested: ast.expr) -> bool:
@@ -855,14 +894,15 @@ def _dropped_window(
     elif read_at_call and called is not None:
         message = (
             f"`{source.segment(called.func)}()` steps only when `{tested_text}`, with no end-of-data "
-            f"clause and no step after the loop: the last len % {k_text} batches of each epoch never reach "
-            f"the optimizer step in their epoch{_leftover(window, events)}"
+            f"clause and no step after the loop: the last {_tail(window, start, k_text, tested)} batches of each "
+            f"epoch never reach the optimizer step in their epoch{_short_first_window(window, start, tested)}"
+            f"{_leftover(window, events)}"
         )
     else:
         message = (
             f"the step is gated on `% {k_text}` with no end-of-data clause and no step after the loop: "
-            f"the last len % {k_text} batches of each epoch never reach {stepped} in their epoch"
-            f"{_leftover(window, events)}"
+            f"the last {_tail(window, start, k_text, tested)} batches of each epoch never reach {stepped} in their "
+            f"epoch{_short_first_window(window, start, tested)}{_leftover(window, events)}"
         )
     node: ast.AST = called if read_at_call and called is not None else gate if gate is not None else tested
     return message, node, fix
