@@ -380,10 +380,17 @@ def _wrapping_in_sight(name: str, scope: Scope, facts: ModuleFacts) -> Optional[
     one around it, or on `self` in a method of the same class (not the same name in another
     function, where the parameter may be the bare model)."""
     for candidate in scope.binding_scopes(name):
-        for definition in candidate.definitions(name):
-            if _holds_wrapping(definition, candidate, facts):
-                return definition
+        found = [d for d in candidate.definitions(name) if _holds_wrapping(d, candidate, facts)]
+        if found:
+            # `if apex: model = ApexDDP(model)` / `else: model = NativeDDP(model)`: name torch's, whose
+            # `no_sync()` the advice is about (apex's wrapper has none)
+            return next((d for d in found if not _apex_wrapping(d, facts)), found[0])
     return None
+
+
+def _apex_wrapping(definition: Definition, facts: ModuleFacts) -> bool:
+    value = definition.value
+    return isinstance(value, ast.Call) and facts.roles.canonical(dotted(value.func) or "").startswith("apex.")
 
 
 def _holds_wrapping(definition: Definition, scope: Scope, facts: ModuleFacts, depth: int = 0) -> bool:
