@@ -81,3 +81,30 @@ def test_passes_whose_gradients_are_wiped_before_the_step_are_clean() -> None:
 def test_passes_whose_last_gradient_reaches_the_step_are_reported() -> None:
     found = findings_of(textwrap.dedent(GEM).replace("AFTER", "pass"), "ACC007")
     assert len(found) == 1 and "every pass of the loop" in found[0].message
+
+
+@pytest.mark.parametrize(
+    "zeroing",
+    [
+        "if self.task_iteration % 100 == 0:\n            self.opt.zero_grad()",
+        "try:\n            outputs.sum()\n        except RuntimeError:\n            self.opt.zero_grad()",
+    ],
+)
+def test_periodic_or_failure_zeroing_in_a_step_method_is_not_every_micro_step(zeroing: str) -> None:
+    # the blocks of a method called once per batch are read like those of a loop's body
+    assert _observe(zeroing) == []
+
+
+@pytest.mark.parametrize(
+    "after",
+    ["other_opt.zero_grad()", "if labels.numel() > 1:\n        opt.zero_grad()", "opt.zero_grad()\n    opt.step()"],
+)
+def test_a_zeroing_that_does_not_wipe_the_passes_before_this_step_keeps_the_finding(after: str) -> None:
+    # another optimizer's zeroing, a conditional one, or one with no fresh backward before the step
+    source = textwrap.dedent(GEM).replace("AFTER", after).replace(
+        "def observe(model, opt,", "def observe(model, opt, other_opt,"
+    )
+    if after.endswith("opt.step()"):
+        source = source.replace("    loss = loss_fn(model(inputs), labels)\n    loss.backward()\n    opt.step()\n", "")
+    found = findings_of(source, "ACC007")
+    assert len(found) == 1 and "every pass of the loop" in found[0].message

@@ -84,14 +84,19 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
 
 
 def _zeroed_before(step: Event, loop: Loop, events: list[Event]) -> bool:
-    """The gradients are zeroed between the loop and the step on the step's way (GEM: each pass's
-    gradient is stored, then `zero_grad()` and a fresh backward feed the step): what the passes
-    left never reaches that step, so the loop is no window of it."""
-    return any(
-        e.kind == ZERO and loop.last_order < e.order < step.order and e.stmt.compatible(step.stmt)
-        and not loop.contains(e.stmt)
-        for e in events
-    )
+    """The step's own optimizer is zeroed between the loop and the step, in the step's block, and a
+    fresh backward follows (GEM: each pass's gradient is stored, then `opt.zero_grad()` and a
+    backward on the current batch feed `opt.step()`): what the passes left never reaches that step,
+    so the loop is no window of it. Another optimizer's zeroing clears nothing of this one's."""
+    stepped = {step.optimizer, step.receiver} - {None}
+    for zero in events:
+        if zero.kind != ZERO or not loop.last_order < zero.order < step.order or loop.contains(zero.stmt):
+            continue
+        if zero.receiver not in stepped or zero.helper or zero.stmt.path != step.stmt.path:
+            continue
+        if any(e.kind == BACKWARD and zero.order < e.order < step.order and e.stmt.path == step.stmt.path for e in events):
+            return True
+    return False
 
 
 def zeroed_each_pass(scope: Scope, events: list[Event], loops: list[tuple[Loop, Event]]) -> list[ZeroedEachPass]:
