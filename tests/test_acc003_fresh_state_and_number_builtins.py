@@ -73,6 +73,8 @@ def test_recomputed_from_a_fresh_leaf_after_backward_is_clean() -> None:
         "if it % 2 == 0:\n            outputs = model(inputs)",
         "outputs = 0.5 * outputs + model(inputs)",
         "outputs = loss * target",
+        "if it % 2 == 1:\n            continue\n        outputs = model(inputs)",
+        "if it % 2 == 0:\n            fresh = model(inputs)\n        outputs = fresh * 2",
     ],
 )
 def test_a_spent_or_carried_graph_handed_on_is_reported(recompute: str) -> None:

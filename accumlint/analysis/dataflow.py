@@ -60,7 +60,7 @@ _NO_GRAPH_ATTRIBUTES = {"data", "grad", "shape", "device", "dtype", "requires_gr
 # What `X.from_pretrained(...)` loads that is no module: its calls give token ids or features, no graph.
 _NOT_MODULE_CLASSES = ("Tokenizer", "TokenizerFast", "Processor", "FeatureExtractor", "ImageProcessor", "Config")
 _INDEX_RETURNING = {"topk", "max", "min", "sort", "kthvalue", "mode", "median"}
-_NUMBER_BUILTINS = {"max", "min", "abs", "round", "pow"}
+_NUMERIC_BUILTINS = frozenset({"max", "min", "abs", "round", "pow"})
 # Classes that build a framework's objects (an accelerator, a scaler, an optimizer, a loader): neither
 # they nor their attributes (`accelerator.num_processes`) hold a graph, whatever they are given.
 _FRAMEWORK_OBJECT_MODULES = (
@@ -71,6 +71,8 @@ _FRAMEWORK_OBJECT_MODULES = (
 # `fabric.setup`): models and optimizers, not outputs.
 _PREPARING_METHODS = frozenset({"prepare", "prepare_model", "initialize", "setup", "setup_module", "setup_optimizers"})
 _NUMBER_CASTS = frozenset({"float", "int", "bool", "len", "str"})
+# Builtins whose result the analysis computes from their arguments (`min(1.0, warm_up + step)`).
+_READ_FROM_ARGUMENTS = _NUMERIC_BUILTINS | _NUMBER_CASTS
 _WRAPPERS = {"Variable", "deepcopy", "copy"}  # what they return carries the graph of what they are given
 
 
@@ -1066,6 +1068,10 @@ class DataFlow:
             return None
         return any(_returned_graph(callee.module.flow, value, stmt, depth) for value, stmt in tail)
 
+    def definition_carries(self, definition: Definition) -> bool:
+        """The value a definition binds is shown to hold an autograd graph (see carries_graph)."""
+        return self._definition_carries(definition, 0)
+
     def _definition_carries(self, definition: Definition, depth: int) -> bool:
         if definition.stmt.no_grad or definition.value is None or self.graph_free:
             return False
@@ -1181,7 +1187,7 @@ class DataFlow:
             return any(self.carries_graph(v.value if isinstance(v, ast.Starred) else v, at, depth + 1) for v in values)
         if full and self._torch_function(full):
             return self._arguments_carry(call, at, depth)
-        if full in _NUMBER_BUILTINS and full not in self.collected.imports:
+        if full in _NUMERIC_BUILTINS and full not in self.collected.imports:
             # `max(temp * 0.99, 0.5)`: the builtin on numbers; a graph only if an argument has one
             return any(self.carries_graph(arg, at, depth + 1) for arg in call.args if not isinstance(arg, ast.Starred))
         returns = self._helper_graph(call, at, depth)
@@ -1201,7 +1207,7 @@ class DataFlow:
         `loss, stats = self.actor(batch)` may hold floats."""
         receiver, method = method_of(call)
         func = dotted(call.func) or ""
-        if method not in _MODEL_HOUSEKEEPING and not _gradient_getter(method) and self._names_a_model(func, at):
+        if method not in _MODEL_HOUSEKEEPING and not _gradient_getter(call) and self._names_a_model(func, at):
             # `model(x)`, `self.net.forward(x)`, `model.head(x)`, `rnn(x, h)` with `rnn = nn.GRU(...)`.
             # Of an unpacked result only the output proper (`loss, stats = self.actor(batch)`: `stats`
             # may be floats) and a state the call is handed back (`out, hidden = model(x, hidden)`).
@@ -1377,7 +1383,7 @@ class DataFlow:
             return False  # `data = next(loader)`, `loader = iter(train_loader)`: data, not an output
         if full in _CONTAINER_BUILTINS and full not in self.collected.imports:
             return False  # `log = dict(loss=loss.item())`: what it holds is read from its arguments
-        if full in _NUMBER_BUILTINS | _NUMBER_CASTS and full not in self.collected.imports:
+        if full in _READ_FROM_ARGUMENTS and full not in self.collected.imports:
             return False  # `warm_up = min(1.0, warm_up + step)`: computed from its arguments
         return receiver is None or not self._local_value(receiver, at)
 
@@ -1890,10 +1896,12 @@ def _index_part(expr: ast.Subscript) -> bool:
 _GRADIENT_WORDS = frozenset({"grad", "grads", "gradient", "gradients"})
 
 
-def _gradient_getter(method: Optional[str]) -> bool:
+def _gradient_getter(call: ast.Call) -> bool:
     """`net.get_grads()`, `model.flat_grad()`: a model method named for the gradients it hands
-    back (the parameters' `.grad`, no graph), not a forward (`grad_penalty` is named for a loss)."""
-    return method is not None and method.lower().rsplit("_", 1)[-1] in _GRADIENT_WORDS
+    back (the parameters' `.grad`, no graph) and given no input, not a forward (`grad_penalty` is
+    named for a loss; `model.input_grad(x)` takes a batch)."""
+    method = method_of(call)[1]
+    return method is not None and not call.args and method.lower().rsplit("_", 1)[-1] in _GRADIENT_WORDS
 
 
 def read_outside_detach(expr: ast.expr) -> set[str]:

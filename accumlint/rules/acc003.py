@@ -132,7 +132,7 @@ def _carried(scope: Scope, loop: _Span, facts: ModuleFacts | AnalysedModule, eve
             continue  # what the project's forward hands back is not known: silent
         if any(_field_out_of_sight(d, facts) for d in deciding):
             continue  # `memory = outputs.memory` of a model whose forward is not in sight: it may detach
-        if all(facts.flow._definition_carries(d, 0) for d in deciding):
+        if all(facts.flow.definition_carries(d) for d in deciding):
             carried[name] = inside
     return carried
 
@@ -238,8 +238,8 @@ def _fresh_after_backward(
     made after that backward (a fresh leaf `x = x.detach().requires_grad_()`, the model's
     parameters): no part of its graph was backwarded, and it reads no state carried from an earlier
     iteration (not itself, no name the loop binds later), so the next iteration backwards it once."""
-    if loop.node is None or not _on_every_iteration(definition.stmt, loop.node):
-        return False  # `if step % 100 == 0: temp = ...`: the other iterations carry the old graph on
+    if loop.node is None:
+        return False
     flow = facts.flow
     pending, seen = [definition], set()
     while pending:
@@ -249,31 +249,39 @@ def _fresh_after_backward(
         seen.add(id(current))
         if current.value is None or current.kind not in {"assign", "unpack"}:
             return False
+        if not _on_every_iteration(current.stmt, loop.node, scope):
+            return False  # `if step % 100 == 0: temp = ...`: the other iterations carry the old graph on
         for read in read_outside_detach(current.value):
             base, updates = reaching(read, scope, current.order, current.stmt)
             if base is None or not loop.contains(base.stmt):
                 later = [d for d in scope.definitions(read) if loop.contains(d.stmt) and d.order >= current.order]
-                if read == name or later or (base is not None and flow._definition_carries(base, 0)):
+                if read == name or later or (base is not None and flow.definition_carries(base)):
                     return False  # state carried in from the iteration before
                 continue
             if updates or base.order < last_backward:
-                if updates or flow._definition_carries(base, 0):
+                if updates or flow.definition_carries(base):
                     return False  # made before the backward: its graph was backwarded already
                 continue
             pending.append(base)
     return True
 
 
-def _on_every_iteration(stmt: Stmt, loop_node: ast.AST) -> bool:
+def _on_every_iteration(stmt: Stmt, loop_node: ast.AST, scope: Scope) -> bool:
     """The statement sits in the loop's body under no `if` or inner loop (a `with` or `try` runs it
-    each time): every iteration that goes on runs it."""
+    each time), and no `continue` of this loop comes before it: every iteration that goes on runs it."""
     inside = False
     for node, _ in stmt.path:
         if node is loop_node:
             inside = True
         elif inside and not isinstance(node, (ast.With, ast.AsyncWith, ast.Try)):
             return False
-    return inside
+    if not inside:
+        return False
+    return not any(
+        isinstance(other.node, ast.Continue) and other.order < stmt.order and other.loop is not None
+        and other.loop.node is loop_node
+        for other in scope.stmts
+    )
 
 
 def check(facts: ModuleFacts) -> Iterator[Violation]:

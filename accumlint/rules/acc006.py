@@ -101,7 +101,7 @@ def _through_the_same_graph(event: Event, first: dict[str, list[Definition]], la
                 return True
             continue
         common = [d for d in first[name] if any(d is other for other in second[name])]
-        if any(facts.flow._definition_carries(d, 0) for d in common):
+        if any(facts.flow.definition_carries(d) for d in common):
             return True
     return _unpacked_from_one_call(first, second, facts)
 
@@ -113,7 +113,7 @@ def _unpacked_from_one_call(first: dict[str, list[Definition]], second: dict[str
     for ds in second.values():
         for d in ds:
             other = unpacked.get(id(d.stmt)) if d.kind == "unpack" else None
-            if other is not None and other is not d and all(facts.flow._definition_carries(x, 0) for x in (d, other)):
+            if other is not None and other is not d and all(facts.flow.definition_carries(x) for x in (d, other)):
                 return True
     return False
 
@@ -133,7 +133,7 @@ def _may_carry(name: str, scope: Scope, module: AnalysedModule) -> bool:
     if settings.read_from_settings(name):
         return False  # `self.training_args.clip_loss_value`: a setting handed to a loss function
     bindings = [d for seen in scope.sight() for d in seen.definitions(name)]
-    return not bindings or any(d.kind == "param" or module.flow._definition_carries(d, 0) for d in bindings)
+    return not bindings or any(d.kind == "param" or module.flow.definition_carries(d) for d in bindings)
 
 
 def _loss_names(tensor: Optional[ast.expr]) -> set[str]:
@@ -193,7 +193,7 @@ def _chains(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Optional[str]:
             o.name == name and not o.write and not o.detached and outer.contains(o.stmt) and o.stmt.order <= first_def
             for o in scope.occurrences
         )
-        if read_before and any(facts.flow._definition_carries(d, 0) for d in definitions):
+        if read_before and any(facts.flow.definition_carries(d) for d in definitions):
             return name
     return None
 
@@ -217,7 +217,7 @@ def _graph_from_before(event: Event, sf, facts: ModuleFacts, outer: Loop) -> Opt
             continue  # rebound in the loop: each iteration's own value (or a chained state)
         if name in called or _holds_modules(name, scope) or any(_holds_no_graph(d, facts) for d in definitions):
             continue  # a module handed to a loss helper (`ic_loss(model)`), or modules held by an object, not a tensor
-        if any(d.kind in {"assign", "unpack"} and facts.flow._definition_carries(d, 0) for d in definitions):
+        if any(d.kind in {"assign", "unpack"} and facts.flow.definition_carries(d) for d in definitions):
             return name
         if _written_into_before(name, scope, outer):
             return name
@@ -512,7 +512,7 @@ def _object_keeps_a_graph(helper: Scope, module: AnalysedModule) -> bool:
     out`, `self.history.append(loss)`): a later call may run backward through it."""
     for scope in helper.class_scopes or [helper]:
         for name, definitions in scope.defs.items():
-            if name.startswith("self.") and any(module.flow._definition_carries(d, 0) for d in definitions):
+            if name.startswith("self.") and any(module.flow.definition_carries(d) for d in definitions):
                 return True
         for stmt in scope.stmts:
             node = stmt.node
