@@ -66,3 +66,20 @@ def test_a_gate_that_skips_batch_zero_unless_k_is_one() -> None:
 def test_leftover_gradients_with_no_zeroing_reach_the_next_epoch() -> None:
     message = _epochs_message("pass")
     assert "added to the next epoch's first window" in message
+
+
+def test_a_zeroing_in_the_first_epoch_only_does_not_wipe_the_leftover() -> None:
+    message = _epochs_message("if epoch == 0 and i == 0:\n                opt.zero_grad()")
+    assert "added to the next epoch's first window" in message
+
+
+def test_another_setting_equal_to_one_does_not_leave_batch_zero_out() -> None:
+    source = textwrap.dedent(EPOCHS).replace("ZEROING", "pass").replace("(i > 0 or k == 1)", "(i > 0 or epoch == 1)")
+    found = findings_of(source, "ACC005")
+    assert len(found) == 1 and "batch 0 is left out" not in found[0].message
+
+
+def test_a_plain_count_started_at_two_leaves_one_more() -> None:
+    source = textwrap.dedent(LOOP).replace("ENUMERATED", "enumerate(loader, 2)").replace("(step + 1) %", "step %")
+    found = findings_of(source, "ACC005")
+    assert len(found) == 1 and "the last (len + 1) % accum_iter batches" in found[0].message

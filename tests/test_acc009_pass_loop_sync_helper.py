@@ -12,20 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.snippets import findings_of
-
-SYNC_HELPER = """
-import contextlib
-import torch
-
-
-@contextlib.contextmanager
-def ddp_sync(module, sync):
-    if sync or not isinstance(module, torch.nn.parallel.DistributedDataParallel):
-        yield
-    else:
-        with module.CONTROL():
-            yield
-"""
+from tests.test_heldout_lessons import SYNC_HELPER  # EDM's `misc.ddp_sync`, with the control it enters
 
 ROUNDS = """
 import torch
@@ -52,7 +39,7 @@ def _found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, control: str) -> lis
     (tmp_path / ".git").mkdir()
     (tmp_path / "torch_utils").mkdir()
     (tmp_path / "torch_utils" / "__init__.py").write_text("")
-    (tmp_path / "torch_utils" / "misc.py").write_text(textwrap.dedent(SYNC_HELPER).replace("CONTROL", control))
+    (tmp_path / "torch_utils" / "misc.py").write_text(SYNC_HELPER.format(control=control).lstrip())
     source = textwrap.dedent(ROUNDS).lstrip()
     (tmp_path / "loop.py").write_text(source)
     monkeypatch.chdir(tmp_path)

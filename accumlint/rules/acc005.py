@@ -325,8 +325,8 @@ def _leftover(window: Window, facts_events) -> str:
     for event in facts_events:
         if event.kind == ZERO and epochs.contains(event.stmt) and not loop.contains(event.stmt):
             return "; their gradients are zeroed before the next epoch's first step"
-        if event.kind == ZERO and loop.contains(event.stmt) and window.once_per_loop(event.stmt):
-            return "; their gradients are zeroed at the next epoch's first batch"  # `if i == 0: zero_grad()`
+        if event.kind == ZERO and loop.contains(event.stmt) and _at_first_batch(event.stmt, loop):
+            return "; their gradients are zeroed at the next epoch's first batch"
     return "; their gradients are added to the next epoch's first window, and the last epoch's are never applied"
 
 
@@ -395,56 +395,77 @@ def _restarted_count(window: Window) -> Optional[str]:
     return name if starts >= 1 and counts == 1 and resets >= 1 else None
 
 
-def _skips_batch_zero(test: ast.expr, counter: ast.expr) -> bool:
+def _at_first_batch(stmt, loop) -> bool:
+    """Under `if i == 0:` alone, `i` the loop's own index counted from 0 (`enumerate(loader)`): the
+    first batch of every pass over the data, and only it (not `if epoch == 0 and i == 0:`)."""
+    iterable = loop.iter_expr
+    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and len(iterable.args) == 1
+            and not iterable.keywords):
+        return False
+    index = getattr(getattr(loop.node, "target", None), "elts", [None])[0]
+    tests = [node.test for node, branch in stmt.path if isinstance(node, ast.If) and loop.node is not node
+             and branch == "body" and _within(node, loop.node)]
+    return len(tests) == 1 and isinstance(index, ast.Name) and _equals(tests[0], index.id, 0)
+
+
+def _within(node: ast.AST, outer: ast.AST) -> bool:
+    return any(child is node for child in ast.walk(outer))
+
+
+def _equals(test: ast.expr, name: Optional[str], number: int) -> bool:
+    """`name == number` (either way round)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = (test.left, test.comparators[0])
+    return any(dotted(a) == name and int_value(b) == number for a, b in (sides, sides[::-1]))
+
+
+def _skips_batch_zero(test: ast.expr, counter: ast.expr, k: Optional[str]) -> bool:
     """`i > 0 and i % k == 0`: a conjunct that is false for counter 0 (`i > 0`, `i != 0`, `i >= 1`, `i`)."""
     if not (isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And)):
         return False
     name = dotted(counter)
-    return any(_false_at_zero(part, name) for part in test.values)
+    return any(_false_at_zero(part, name, k) for part in test.values)
 
 
-def _false_at_zero(part: ast.expr, name: Optional[str]) -> bool:
+def _false_at_zero(part: ast.expr, name: Optional[str], k: Optional[str]) -> bool:
     """`i`, `i > 0`, `i != 0`, `i >= 1`; also `(i > 0 or k == 1)`, whose other choice only holds
-    when there is no window to speak of."""
+    when the window's own k is 1 (no window to speak of)."""
     if dotted(part) == name:
         return True
     if isinstance(part, ast.BoolOp) and isinstance(part.op, ast.Or):
-        skips = [value for value in part.values if _false_at_zero(value, name)]
-        return bool(skips) and all(value in skips or _equals_one(value) for value in part.values)
+        skips = [value for value in part.values if _false_at_zero(value, name, k)]
+        return bool(skips) and all(value in skips or (k is not None and _equals(value, k, 1)) for value in part.values)
     if isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name:
         op, bound = part.ops[0], int_value(part.comparators[0])
         return (isinstance(op, (ast.Gt, ast.NotEq)) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1)
     return False
 
 
-def _equals_one(test: ast.expr) -> bool:
-    """`args.virtual_bs_n == 1`: a setting of one micro-batch per window."""
-    return (
-        isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-        and int_value(test.comparators[0]) == 1
-    )
+def _count_ahead(window: Window, start: int, tested: ast.expr) -> int:
+    """How far past 1 the gate's count is at the first batch: 0 for `(i + 1) % k` with `i` from 0,
+    1 for the same over `enumerate(loader, 1)`; 0 when the count is not read that plainly."""
+    assert window.test is not None
+    offset = _offset(window.test.counter)
+    if window.test.flag is not None or offset is None or not _fires_at_zero(tested, window.test.counter):
+        return 0
+    return max(start + offset - 1, 0)
 
 
 def _tail(window: Window, start: int, k_text: str, tested: ast.expr) -> str:
-    """How many batches are left over at the end of an epoch of `len` batches: `len % k` when the
-    gate's count is 1 at the first batch (`(i + 1) % k` with `i` from 0); `(len + 1) % k` when it is
-    already 2 (`(i + 1) % k` with `enumerate(loader, 1)`)."""
-    assert window.test is not None
-    offset = _offset(window.test.counter)
-    if window.test.flag is not None or offset is None or not _fires_at_zero(tested, window.test.counter):
-        return f"len % {k_text}"
-    ahead = start + offset - 1
-    return f"len % {k_text}" if ahead < 1 else f"(len + {ahead}) % {k_text}"
+    """How many batches are left over at the end of an epoch of `len` batches: `len % k`, or
+    `(len + 1) % k` when the gate's count is already 2 at the first batch."""
+    ahead = _count_ahead(window, start, tested)
+    return f"(len + {ahead}) % {k_text}" if ahead else f"len % {k_text}"
 
 
 def _short_first_window(window: Window, start: int, tested: ast.expr) -> str:
-    """What a count already past 1 at the first batch does to the first window, for the message."""
-    assert window.test is not None
-    offset = _offset(window.test.counter)
-    if window.test.flag is not None or offset is None or not _fires_at_zero(tested, window.test.counter):
-        return ""
-    ahead = start + offset - 1
-    return f" (the gate's count is {ahead + 1} at the first batch, so the first window is {ahead} short)" if ahead >= 1 else ""
+    """What a count already past 1 at the first batch does to the first window, for the message
+    (how short it is only where that is sure: one ahead; more may be a whole window)."""
+    ahead = _count_ahead(window, start, tested)
+    if ahead == 1:
+        return " (the gate's count is 2 at the first batch, so the first window is 1 short)"
+    return f" (the gate's count is {ahead + 1} at the first batch)" if ahead else ""
 
 
 def _off_by_one(window: Window, start: int, tested: ast.expr) -> bool:
@@ -871,7 +892,7 @@ def _dropped_window(
     elif off_by_one:
         first = (
             f"batch 0 is left out, so the first window holds {k_text} + 1 batches"
-            if _skips_batch_zero(tested, window.test.counter)
+            if _skips_batch_zero(tested, window.test.counter, dotted(window.k))
             else "it fires after the first batch alone (a one-batch first window)"
         )
         message = (
