@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterator, Optional, Union, cast
 
 from accumlint.analysis.collect import CallSite, Collected, Scope, collect, enclosing_class
-from accumlint.analysis.exprs import MODULE_RETURNING_METHODS, class_like, dotted, is_constant, is_string, keyword, last_part, positional
+from accumlint.analysis.exprs import MODULE_RETURNING_METHODS, class_like, dotted, is_constant, is_string, keyword, last_part, positional, without_module_moves
 from accumlint.frameworks import constructed_role
 from accumlint.project import file_digest
 from accumlint.source import SourceText
@@ -503,8 +503,7 @@ class Resolver:
     def _model_made(self, value: ast.expr, name: str, scope: Scope, depth: int) -> Optional[set[str]]:
         """The model classes one binding of `name` hands on (empty for `model = DDP(model)`, which
         keeps what `name` held); None when it shows no project model."""
-        while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
-            value = value.func.value
+        value = without_module_moves(value)
         held_name = dotted(value) if isinstance(value, (ast.Name, ast.Attribute)) else None
         if held_name is not None:
             if held_name == name:

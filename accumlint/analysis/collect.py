@@ -189,16 +189,17 @@ class Stmt:
     def within(self, node: ast.AST, branch: Optional[str] = None) -> bool:
         return any(n is node and (branch is None or b == branch) for n, b in self.path)
 
+    def blocks_inside(self, node: ast.AST) -> Optional[tuple[tuple[ast.AST, str], ...]]:
+        """The blocks around the statement that lie inside `node` (outermost first, `node` left
+        out); None when the statement is not inside `node`."""
+        nodes = [id(n) for n, _ in self.path]
+        return self.path[nodes.index(id(node)) + 1:] if id(node) in nodes else None
+
     def runs_whenever(self, node: Optional[ast.AST] = None) -> bool:
         """Runs whenever the block of `node` around it runs (without `node`: on every call of its
         function), with no block between them that may skip it. False when not inside `node`."""
-        path = self.path
-        if node is not None:
-            nodes = [id(n) for n, _ in path]
-            if id(node) not in nodes:
-                return False
-            path = path[nodes.index(id(node)) + 1:]
-        return not any(isinstance(n, SKIPPING_BLOCKS) for n, _ in path)
+        path = self.path if node is None else self.blocks_inside(node)
+        return path is not None and not any(isinstance(n, SKIPPING_BLOCKS) for n, _ in path)
 
     def compatible(self, other: "Stmt") -> bool:
         """False when the two sit on different branches of one `if` (they never both run)."""

@@ -234,3 +234,23 @@ def mentions(expr: ast.AST, names: set[str]) -> bool:
 def call_name(call: ast.AST) -> str:
     """The dotted name of what is called, or "" (`torch.nn.LSTM(...)` -> `torch.nn.LSTM`)."""
     return dotted(call.func) or "" if isinstance(call, ast.Call) else ""
+
+
+def name_equals(test: ast.expr) -> Optional[tuple[str, int]]:
+    """`step == 0`, `0 == self.task_iteration`, `args.k == 1`: the name and the whole number it is
+    compared equal to (either way round); None for any other test."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return None
+    sides = (test.left, test.comparators[0])
+    for name, number in (sides, sides[::-1]):
+        named, value = dotted(name), int_value(number)
+        if named is not None and value is not None:
+            return named, value
+    return None
+
+
+def without_module_moves(value: ast.expr) -> ast.expr:
+    """`net.cuda().train()` -> `net`: the module past the calls that hand it back unchanged."""
+    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
+        value = value.func.value
+    return value

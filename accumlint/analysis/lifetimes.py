@@ -202,7 +202,7 @@ def _bound_afresh_by_callers(function: Scope, name: str, facts: ModuleFacts, kee
         bound = {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         if slot is not None and all(isinstance(t, ast.Tuple) and len(t.elts) > slot for t in targets):
             bound = {e.id for t in targets if isinstance(t, ast.Tuple) and isinstance(e := t.elts[slot], ast.Name)}
-        if any(_kept_by_caller(site.stmt.scope, held, keeps) for held in bound):
+        if _kept_by_caller(site.stmt.scope, bound, keeps):
             return False
     return bool(sites)
 
@@ -213,13 +213,13 @@ def _plain_names(target: ast.expr) -> bool:
     return isinstance(target, ast.Name)
 
 
-def _kept_by_caller(scope: Scope, name: str, keeps: ArgumentKept) -> bool:
-    """The caller reads `name` other than as an argument of a call that does not keep it
+def _kept_by_caller(scope: Scope, names: set[str], keeps: ArgumentKept) -> bool:
+    """The caller reads one of `names` other than as an argument of a call that does not keep it
     (`log_images(x, y_hats)` reads it; `history.append(y_hats)`, a project method that stores it,
     `self.last = y_hats` or `return y_hats` may keep it past the batch)."""
     parents = {id(child): node for node in ast.walk(scope.node) for child in ast.iter_child_nodes(node)}
     for node in ast.walk(scope.node):
-        if not (isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Load)):
+        if not (isinstance(node, ast.Name) and node.id in names and isinstance(node.ctx, ast.Load)):
             continue
         parent = parents.get(id(node))
         if isinstance(parent, ast.keyword):

@@ -15,7 +15,7 @@ from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.entries import over_micro_batches
 from accumlint.analysis.pinned import k_is_one_on_way
-from accumlint.analysis.exprs import dotted, int_value, is_constant, is_string, method_of, names_in, ordered, plus_constant, positional, positionals
+from accumlint.analysis.exprs import dotted, int_value, is_constant, is_string, method_of, name_equals, names_in, ordered, plus_constant, positional, positionals
 from accumlint.frameworks import Framework
 
 
@@ -130,18 +130,17 @@ class Window:
         if self._in_handler_in_loop(stmt):
             return False  # `except StopIteration:` (the data restarts): runs when something fails, not every micro-step
         return not (
-            self.once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
+            self._once_per_loop(stmt) or k_is_one_on_way(stmt, self.k, self.micro_loop.scope)
             or self._gated_once_per_window(stmt) or self._flag_gated(stmt) or self._periodic(stmt)
         )
 
     def _inside_the_loop(self, stmt: Stmt) -> Iterator[tuple[ast.AST, str]]:
         """The blocks around `stmt` from the micro-loop inwards (all of them in a function called
         once per micro-step, whose body is the loop's)."""
-        inside = self.micro_loop.implicit
-        for node, branch in stmt.path:
-            inside = inside or node is self.micro_loop.node
-            if inside:
-                yield node, branch
+        if self.micro_loop.implicit:
+            yield from stmt.path
+        else:
+            yield from stmt.blocks_inside(self.micro_loop.node) or ()
 
     def _under_test_in_loop(self, stmt: Stmt, holds: Callable[[ast.expr], bool]) -> bool:
         """In the body of an `if`, inside the micro-loop, whose test `holds`."""
@@ -154,7 +153,7 @@ class Window:
         """In an `except` clause inside the micro-loop."""
         return any(isinstance(node, ast.ExceptHandler) for node, _ in self._inside_the_loop(stmt))
 
-    def once_per_loop(self, stmt: Stmt) -> bool:
+    def _once_per_loop(self, stmt: Stmt) -> bool:
         """In the block of `if step == 0:` (the micro-loop's own index, or the counter the window's
         gate reads, equal to a number, alone or in an `and`, `epoch == 0 and step == 0`; in a step
         method called per batch, `if self.task_iteration == 0:` beside the gate `if
@@ -246,10 +245,8 @@ def _set_before(name: str, loop: Loop, scope: Scope) -> bool:
 
 def _index_is_number(test: ast.expr, targets: set[str]) -> bool:
     """`step == 0`, `0 == i`: a loop index compared for equality with a number."""
-    if not isinstance(test, ast.Compare) or len(test.ops) != 1 or not isinstance(test.ops[0], ast.Eq):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(dotted(name) in targets and int_value(number) is not None for name, number in (sides, sides[::-1]))
+    compared = name_equals(test)
+    return compared is not None and compared[0] in targets
 
 
 def _modulo(expr: ast.expr) -> Optional[ast.BinOp]:

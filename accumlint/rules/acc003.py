@@ -269,13 +269,8 @@ def _fresh_after_backward(
 def _on_every_iteration(stmt: Stmt, loop_node: ast.AST, scope: Scope) -> bool:
     """The statement sits in the loop's body under no `if` or inner loop (a `with` or `try` runs it
     each time), and no `continue` of this loop comes before it: every iteration that goes on runs it."""
-    inside = False
-    for node, _ in stmt.path:
-        if node is loop_node:
-            inside = True
-        elif inside and not isinstance(node, (ast.With, ast.AsyncWith, ast.Try)):
-            return False
-    if not inside:
+    blocks = stmt.blocks_inside(loop_node)
+    if blocks is None or any(not isinstance(node, (ast.With, ast.AsyncWith, ast.Try)) for node, _ in blocks):
         return False
     return not any(
         isinstance(other.node, ast.Continue) and other.order < stmt.order and other.loop is not None

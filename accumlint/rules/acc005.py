@@ -15,7 +15,7 @@ from accumlint.analysis.calls import AnalysedModule, Resolver, bound_arguments
 from accumlint.analysis.handoff import instance_classes
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.epoch_count import hand_epoch_count
-from accumlint.analysis.exprs import class_like, dotted, is_constant, int_value, is_true, keyword, last_part, mentions, names_in, ordered, plus_constant, positional
+from accumlint.analysis.exprs import class_like, dotted, int_value, is_constant, is_true, keyword, last_part, mentions, name_equals, names_in, ordered, plus_constant, positional
 from accumlint.analysis import lifetimes
 from accumlint.analysis.sized import has_len
 from accumlint.frameworks import Role
@@ -403,21 +403,9 @@ def _at_first_batch(stmt, loop) -> bool:
             and not iterable.keywords):
         return False
     index = getattr(getattr(loop.node, "target", None), "elts", [None])[0]
-    tests = [node.test for node, branch in stmt.path if isinstance(node, ast.If) and loop.node is not node
-             and branch == "body" and _within(node, loop.node)]
-    return len(tests) == 1 and isinstance(index, ast.Name) and _equals(tests[0], index.id, 0)
-
-
-def _within(node: ast.AST, outer: ast.AST) -> bool:
-    return any(child is node for child in ast.walk(outer))
-
-
-def _equals(test: ast.expr, name: Optional[str], number: int) -> bool:
-    """`name == number` (either way round)."""
-    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
-        return False
-    sides = (test.left, test.comparators[0])
-    return any(dotted(a) == name and int_value(b) == number for a, b in (sides, sides[::-1]))
+    blocks = stmt.blocks_inside(loop.node) or ()
+    tests = [node.test for node, branch in blocks if isinstance(node, ast.If) and branch == "body"]
+    return len(tests) == 1 and isinstance(index, ast.Name) and name_equals(tests[0]) == (index.id, 0)
 
 
 def _skips_batch_zero(test: ast.expr, counter: ast.expr, k: Optional[str]) -> bool:
@@ -435,7 +423,7 @@ def _false_at_zero(part: ast.expr, name: Optional[str], k: Optional[str]) -> boo
         return True
     if isinstance(part, ast.BoolOp) and isinstance(part.op, ast.Or):
         skips = [value for value in part.values if _false_at_zero(value, name, k)]
-        return bool(skips) and all(value in skips or (k is not None and _equals(value, k, 1)) for value in part.values)
+        return bool(skips) and all(value in skips or (k is not None and name_equals(value) == (k, 1)) for value in part.values)
     if isinstance(part, ast.Compare) and len(part.ops) == 1 and dotted(part.left) == name:
         op, bound = part.ops[0], int_value(part.comparators[0])
         return (isinstance(op, (ast.Gt, ast.NotEq)) and bound == 0) or (isinstance(op, ast.GtE) and bound == 1)

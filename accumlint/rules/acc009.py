@@ -18,7 +18,7 @@ from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
 from accumlint.analysis.windows import Window
-from accumlint.analysis.exprs import MODULE_RETURNING_METHODS, dotted, is_true, keyword, last_part, literal_element, method_of, positional
+from accumlint.analysis.exprs import dotted, is_true, keyword, last_part, literal_element, method_of, positional, without_module_moves
 from accumlint.analysis.roles import Roles
 from accumlint import frameworks
 from accumlint.frameworks import Role, accelerate, ddp, fabric
@@ -435,9 +435,7 @@ def _wrapped_when(value: Optional[ast.expr], facts: ModuleFacts) -> bool:
 
 def _unmoved(value: Optional[ast.expr]) -> Optional[str]:
     """The model a value is, past the moves and casts on it (`net.cuda()`, `net.to(device)` -> net)."""
-    while isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and value.func.attr in MODULE_RETURNING_METHODS:
-        value = value.func.value
-    return dotted(value) if value is not None else None
+    return dotted(without_module_moves(value)) if value is not None else None
 
 
 def _preparer(definition: Definition, facts: ModuleFacts) -> Optional[str]:
