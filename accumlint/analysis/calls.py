@@ -882,6 +882,22 @@ class Resolver:
             if found is not None:
                 yield found
 
+    def class_chain(self, name: str) -> list[tuple["AnalysedModule", ast.ClassDef]]:
+        """The project class `name` names and its project bases (theirs too), each with its
+        module: every class whose methods an instance of it runs."""
+        local = self.module.collected.classes.get(name)
+        start = (self, local) if local is not None else self._imported_class(name, 0)
+        chain: list[tuple[AnalysedModule, ast.ClassDef]] = []
+        todo = [start] if start is not None else []
+        seen: set[int] = set()
+        while todo and len(chain) < _MAX_DEPTH:
+            resolver, cls = todo.pop(0)
+            if id(cls) not in seen:
+                seen.add(id(cls))
+                chain.append((resolver.module, cls))
+                todo.extend(base for base in resolver._bases(cls) if not isinstance(base, str))
+        return chain
+
     def _imported_class(self, name: str, depth: int) -> Optional[tuple["Resolver", ast.ClassDef]]:
         found = self._local_origin(name)
         if depth > _MAX_DEPTH or found is None or self.module.index is None:

@@ -1,8 +1,9 @@
 """Where a value handed to a call is read on the other side: under a parameter's name in the
 function called, or, for a project class built with it, under the attribute its `__init__`
-stores it in (`self.model = model`), in every method of the class. A model wrapped in `main()`
-and handed to `train_one_epoch(model, ...)` or to `Trainer(model, ...)` is then the model those
-functions' loops run."""
+stores it in (`self.model = model`, also by way of `super().__init__(model)`), in every method
+of the class and of its project bases. A model wrapped in `main()` and handed to
+`train_one_epoch(model, ...)` or to `Trainer(model, ...)` is then the model those functions' loops
+run."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import ast
 from dataclasses import dataclass, field
 from typing import Optional
 
-from accumlint.analysis.calls import Callee, Resolver, bound_arguments
+from accumlint.analysis.calls import AnalysedModule, Callee, Resolver, bound_arguments
 from accumlint.analysis.collect import CallSite, Definition, Scope
 from accumlint.analysis.exprs import dotted
 
@@ -20,6 +21,7 @@ class Handoff:
     callee: Callee  # the function called (the class's `__init__` for a constructor)
     name: str  # the value's name there: a parameter, or `self.attr`
     readers: tuple[Scope, ...]  # the functions that read it under that name
+    module: AnalysedModule  # the module those functions are in
     # parameters of the function called that the call fills with instances of project classes,
     # by the name the function's module gives each class (`loss_scaler` -> NativeScaler)
     classes: dict[str, str] = field(default_factory=dict)
@@ -58,17 +60,34 @@ def instance_classes(bound: dict[str, ast.expr], site: CallSite, callee: Callee,
     return found
 
 
-def _stored_as(init: Scope, param: str) -> list[str]:
+_MAX_BASE_INITS = 3  # `super().__init__` calls followed to the base that stores a parameter
+
+
+def _stored_as(init: Callee, param: str, depth: int = 0) -> list[str]:
     """`self.model = model` (or `self.model, self.loader = model, loader`) in `__init__`: the
-    attributes that hold the parameter."""
+    attributes that hold the parameter. Where the `__init__` stores none of them itself but hands
+    the parameter to `super().__init__(...)`, those the base's `__init__` stores it in."""
     def holds(definition: Definition) -> bool:
         value = definition.bound_value() if definition.kind == "unpack" else definition.value
         return definition.kind in {"assign", "unpack"} and isinstance(value, ast.Name) and value.id == param
 
-    return sorted(
-        name for name, definitions in init.defs.items()
+    stored = sorted(
+        name for name, definitions in init.scope.defs.items()
         if name.startswith("self.") and name.count(".") == 1 and all(holds(d) for d in definitions)
     )
+    if stored or depth >= _MAX_BASE_INITS:
+        return stored
+    for site in init.scope.calls:
+        func = site.call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "__init__" and isinstance(func.value, ast.Call)
+                and dotted(func.value.func) == "super"):
+            continue
+        base = init.module.resolver.resolve(site.call, init.scope)
+        bound = bound_arguments(site.call, base) if base is not None else None
+        handed = _parameter(bound, param) if bound is not None else None
+        if base is not None and handed is not None:
+            return _stored_as(base, handed, depth + 1)
+    return []
 
 
 def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
@@ -80,13 +99,19 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
         name = _parameter(bound, value) if bound is not None else None
         if bound is None or name is None:
             return []
-        return [Handoff(callee, name, (callee.scope,), instance_classes(bound, site, callee, resolver))]
+        return [Handoff(callee, name, (callee.scope,), callee.module, instance_classes(bound, site, callee, resolver))]
     init = resolver.constructor(site.call, scope)
     if init is None or init.scope.class_node is None:
         return []
     bound = bound_arguments(site.call, init)
     param = _parameter(bound, value) if bound is not None else None
-    if param is None:
+    attributes = _stored_as(init, param) if param is not None else []
+    built = dotted(site.call.func)
+    if not attributes or built is None:
         return []
-    methods = tuple(s for s in init.module.collected.scopes if s.class_node is init.scope.class_node and s is not init.scope)
-    return [Handoff(init, attribute, methods) for attribute in _stored_as(init.scope, param)]
+    found: list[Handoff] = []
+    for module, cls in resolver.class_chain(built):
+        methods = tuple(s for s in module.collected.scopes if s.class_node is cls and s.name != "__init__")
+        found.extend(Handoff(init, attribute, methods, module) for attribute in attributes if methods)
+    return found
+

@@ -1040,7 +1040,7 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
     """The accumulating loops that run the handed model every micro-step: in a function it is
     handed to, or, where that function has none, further down the calls that hand it on (a
     runner's `train_epoch(model)` handing it to `_train_inner_loop(model)`)."""
-    module = handoff.callee.module
+    module = handoff.module
     if _sync_managed_in(module, facts):
         return
     for reader in handoff.readers:
@@ -1077,7 +1077,7 @@ def _handed_finding(
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     named = value if owner is not None else handoff.name  # what the loop calls it (`self.model` in a trainer)
     assert backward.call is not None
-    if handoff.callee.module is facts.analysed:
+    if handoff.module is facts.analysed:
         call_line = getattr(site.stmt.node, "lineno", "?")
         return Violation(
             CODE,
@@ -1085,7 +1085,7 @@ def _handed_finding(
             f"micro-step of this loop: {_advice(facts, named, wrapping=wrapping)}",
             backward.call,
         )
-    where = place_in(handoff.callee.module, backward.call)
+    where = place_in(handoff.module, backward.call)
     return Violation(
         CODE,
         f"{head} is handed to {function} ({where}), whose loop reduces gradients across ranks on every "
