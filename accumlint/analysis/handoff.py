@@ -115,3 +115,63 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
         found.extend(Handoff(init, attribute, methods, module) for attribute in attributes if methods)
     return found
 
+
+@dataclass(frozen=True)
+class Holder:
+    value: str  # the name of the value held in the scope that builds the holder (`net`)
+    attribute: str  # where the holder's class keeps it (`self.net`)
+
+
+_RUN_ON_CALL = ("__call__", "forward")  # what calling an instance runs (`forward` of a module)
+_MAX_METHOD_HOPS = 2  # own methods followed from `__call__` to the call of the value held
+
+
+def holders(scope: Scope, values: set[str], resolver: Resolver) -> dict[str, Holder]:
+    """`actor = Actor(net=net, ...)`: the names this scope binds, by every assignment of them, to
+    an instance of a project class that keeps one of `values` in an attribute and runs it whenever
+    the instance is called (its `__call__`, or `forward`, calls `self.net(...)`, also by way of its
+    own methods): a loop that calls the holder runs the value."""
+    sites = {id(site.call): site for site in scope.calls}
+    found: dict[str, Holder] = {}
+    for name, definitions in scope.defs.items():
+        held: set[Holder] = set()
+        for definition in definitions:
+            site = sites.get(id(definition.value)) if definition.kind == "assign" else None
+            holder = _holder_built(site, values, resolver) if site is not None else None
+            if holder is None:
+                break
+            held.add(holder)
+        else:
+            if len(held) == 1:
+                found[name] = held.pop()
+    return found
+
+
+def _holder_built(site: CallSite, values: set[str], resolver: Resolver) -> Optional[Holder]:
+    handed = sorted({n for a in [*site.call.args, *(k.value for k in site.call.keywords)] for n in handed_names(a)} & values)
+    for value in handed:
+        found = handoffs(site, value, resolver)
+        if not found or found[0].callee.scope.name != "__init__":
+            continue
+        methods = [m for handoff in found for m in handoff.readers]
+        run = next((m for wanted in _RUN_ON_CALL for m in methods if m.name == wanted), None)
+        attribute = found[0].name
+        if run is not None and _runs(run, attribute, methods, 0):
+            return Holder(value, attribute)
+    return None
+
+
+def _runs(method: Scope, attribute: str, methods: list[Scope], depth: int) -> bool:
+    """The method calls `attribute` (`self.net(x)`, `self.net.forward(x)`), or one of the class's
+    own methods that does."""
+    called = [dotted(site.call.func) for site in method.calls]
+    if attribute in called or f"{attribute}.forward" in called:
+        return True
+    if depth >= _MAX_METHOD_HOPS:
+        return False
+    own = {m.name: m for m in reversed(methods)}  # the most derived class's method wins
+    return any(
+        name is not None and name.startswith("self.") and name.count(".") == 1 and name[5:] in own
+        and own[name[5:]] is not method and _runs(own[name[5:]], attribute, methods, depth + 1)
+        for name in called
+    )

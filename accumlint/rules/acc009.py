@@ -13,7 +13,7 @@ from accumlint.analysis.calls import AnalysedModule, analysed, bound_arguments, 
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.handoff import Handoff, handed_names, handoffs
+from accumlint.analysis.handoff import Handoff, Holder, handed_names, handoffs, holders
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
@@ -637,6 +637,15 @@ def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
     ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
 
 
+def _called_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
+    """The micro-step loop calls the object under `name` (or a local name bound to it)."""
+    names = {name} | {
+        alias for alias, definitions in scope.defs.items()
+        if all(d.kind == "assign" and d.value is not None and dotted(d.value) == name for d in definitions)
+    }
+    return any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
+
+
 def _helper_controls_sync(scope: Scope, loop: Loop, facts: ModuleFacts) -> bool:
     """The micro-step (an iteration of `loop`) calls a project function that switches sync itself
     (EDM's `with misc.ddp_sync(ddp, last_round):`, whose body enters `module.no_sync()`)."""
@@ -993,30 +1002,38 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
 
 def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped here and handed to a function (or a project class) whose loop
-    accumulates with it: `model = DDP(model)` in `main()`, then `train_one_epoch(model, ...)`."""
+    accumulates with it: `model = DDP(model)` in `main()`, then `train_one_epoch(model, ...)`.
+    Also an object that holds the model and runs it when called (`actor = Actor(net=model)`),
+    handed to a loop that calls it every micro-step."""
     models = _ddp_models(facts)
     resolver = facts.analysed.resolver
     for sf in facts.scopes:
+        held = {
+            name: built for name, built in holders(sf.scope, models, resolver).items()
+            if _wrapping_in_sight(built.value, sf.scope, facts) is not None
+        }
         for site in sf.scope.calls:
             if site.stmt.no_grad:
                 continue  # `with torch.no_grad(): full_eval(model, ...)`: no backward runs there
-            for value in sorted({name for a in _arguments(site.call) for name in handed_names(a) if name in models}):
-                wrapping = _wrapping_in_sight(value, sf.scope, facts)
+            handed = {name for a in _arguments(site.call) for name in handed_names(a)}
+            for value in sorted(handed & (models | set(held))):
+                holder: Optional[Holder] = held.get(value)
+                wrapping = _wrapping_in_sight(holder.value if holder is not None else value, sf.scope, facts)
                 if wrapping is None:
                     continue
                 for handoff in handoffs(site, value, resolver):
-                    split = _split_window_reading(sf, site, handoff)
+                    split = _split_window_reading(sf, site, handoff) if holder is None else None
                     if split is not None and split.call is not None and id(split.call) not in reported:
                         reported.add(id(split.call))
                         yield _handed_finding(facts, site, value, wrapping, handoff, handoff.callee.scope, split, None)
                         continue
-                    for final, reader, backward in _loops_reached(handoff, facts):
+                    for final, reader, backward in _loops_reached(handoff, facts, called=holder is not None):
                         assert backward.call is not None
                         if id(backward.call) in reported:
                             continue
                         reported.add(id(backward.call))
                         via = handoff.readers[0].name if final is not handoff else None
-                        yield _handed_finding(facts, site, value, wrapping, final, reader, backward, via)
+                        yield _handed_finding(facts, site, value, wrapping, final, reader, backward, via, holder)
 
 
 def _split_window_reading(sf: ScopeFacts, site: CallSite, handoff: Handoff) -> Optional[Event]:
@@ -1036,10 +1053,13 @@ def _arguments(call: ast.Call) -> list[ast.expr]:
     return [*call.args, *(kw.value for kw in call.keywords)]
 
 
-def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iterator[tuple[Handoff, Scope, Event]]:
+def _loops_reached(
+    handoff: Handoff, facts: ModuleFacts, depth: int = 0, called: bool = False,
+) -> Iterator[tuple[Handoff, Scope, Event]]:
     """The accumulating loops that run the handed model every micro-step: in a function it is
     handed to, or, where that function has none, further down the calls that hand it on (a
-    runner's `train_epoch(model)` handing it to `_train_inner_loop(model)`)."""
+    runner's `train_epoch(model)` handing it to `_train_inner_loop(model)`). `called`: the value
+    handed is an object holding the model, which runs it only when the loop calls the object."""
     module = handoff.module
     if _sync_managed_in(module, facts):
         return
@@ -1048,7 +1068,11 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         found = False
         loops: set[int] = set()  # the AMP and plain paths of one loop are two windows: one finding
         for window in windows:
-            if id(window.micro_loop.node) in loops or not _read_every_micro_step(handoff.name, reader, window):
+            if id(window.micro_loop.node) in loops:
+                continue
+            if called and not _called_every_micro_step(handoff.name, reader, window):
+                continue
+            if not called and not _read_every_micro_step(handoff.name, reader, window):
                 continue
             if _forward_past_the_wrapper(handoff.name, window.micro_loop, reader):
                 continue  # `model.module.f(x)` when wrapped: DDP's forward never runs in the loop
@@ -1062,20 +1086,25 @@ def _loops_reached(handoff: Handoff, facts: ModuleFacts, depth: int = 0) -> Iter
         for site in reader.calls:
             if not site.stmt.no_grad and any(handoff.name in handed_names(argument) for argument in _arguments(site.call)):
                 for onward in handoffs(site, handoff.name, module.resolver):
-                    yield from _loops_reached(onward, facts, depth + 1)
+                    yield from _loops_reached(onward, facts, depth + 1, called)
 
 
 def _handed_finding(
     facts: ModuleFacts, site: CallSite, value: str, wrapping: Definition, handoff: Handoff, reader: Scope,
-    backward: Event, via: Optional[str],
+    backward: Event, via: Optional[str], holder: Optional[Holder] = None,
 ) -> Violation:
     line = getattr(wrapping.stmt.node, "lineno", "?")
     owner = _preparer(wrapping, facts)
-    head = f"the DistributedDataParallel model `{value}` (wrapped at line {line})"
+    model = holder.value if holder is not None else value
+    head = f"the DistributedDataParallel model `{model}` (wrapped at line {line})"
     if owner is not None:
-        head = f"the model `{value}` that `{owner}` prepared at line {line} (DistributedDataParallel on a multi-process launch)"
+        head = f"the model `{model}` that `{owner}` prepared at line {line} (DistributedDataParallel on a multi-process launch)"
+    if holder is not None:
+        head += f", held by `{value}` as `{holder.attribute}`, which runs it when called,"
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     named = value if owner is not None else handoff.name  # what the loop calls it (`self.model` in a trainer)
+    if holder is not None:
+        named = f"{handoff.name}.{holder.attribute.partition('.')[2]}"  # `self.actor.net`
     assert backward.call is not None
     if handoff.module is facts.analysed:
         call_line = getattr(site.stmt.node, "lineno", "?")
