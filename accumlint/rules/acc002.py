@@ -10,7 +10,7 @@ from accumlint.analysis import ModuleFacts
 from accumlint.analysis.ancestry import backward_ancestry
 from accumlint.analysis.calls import Callee, bound_arguments
 from accumlint.analysis.collect import Loop, Scope, Stmt
-from accumlint.analysis.events import BACKWARD, STEP
+from accumlint.analysis.events import BACKWARD, STEP, Event
 from accumlint.analysis.dataflow import choices, reaching
 from accumlint.analysis.exprs import class_like, dotted, keyword, last_part, method_of, names_in, subscript_holder, walk
 from accumlint.analysis import lifetimes
@@ -718,7 +718,10 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
     # what that call returns is this iteration's loss, graph-carrying only where the code shows it.
     stepping = {id(loop): [e for e in sf.events if e.kind == BACKWARD and e.helper and loop.contains(e.stmt)]
                 for loop in scope.loops if id(loop) not in training}
-    stepping = {key: events for key, events in stepping.items() if events}
+    # A loop whose every backward runs in a called function's own training loop runs whole
+    # trainings (one per fold, task or dataset), not steps: what it keeps per run does not grow
+    # with the steps.
+    stepping = {key: events for key, events in stepping.items() if events and not all(map(_trains_a_run, events))}
     steps = [e.stmt for e in sf.events if e.kind == STEP]
     for loop in scope.loops:
         if id(loop) not in training and id(loop) not in stepping:
@@ -763,6 +766,20 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             elif not _graph_value(facts, value, at, backwarded):
                 continue
             yield _kept_every_iteration(facts, name, value, stmt, via, backwarded, at)
+
+
+def _trains_a_run(event: Event) -> bool:
+    """The called function runs a training loop of its own: a loop whose body runs a backward
+    and an optimizer step."""
+    callee = event.callee
+    if callee is None:
+        return False
+    events = callee.module.direct.get(id(callee.scope), [])
+    return any(
+        any(e.kind == BACKWARD and loop.contains(e.stmt) for e in events)
+        and any(e.kind == STEP and loop.contains(e.stmt) for e in events)
+        for loop in callee.scope.loops if not loop.implicit  # a step method's own body is one step
+    )
 
 
 def _kept_every_iteration(
