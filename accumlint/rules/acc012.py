@@ -305,10 +305,27 @@ def _dividing_accelerator(backwards: list[Event], facts: ModuleFacts) -> Optiona
     return (name, steps) if steps is not None else None
 
 
-def _steps_under_accumulate(scope: Scope) -> bool:
-    """The function enters some accelerator's `accumulate()` (around another loop or another step):
-    the author knows the context; which statements it should hold is not clear from here."""
-    return any(method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls)
+def _steps_under_accumulate(scope: Scope, facts: ModuleFacts) -> bool:
+    """The function enters some accelerator's `accumulate()` (around another loop or another step),
+    or a method of its class calls it inside one (`with self.accelerator.accumulate(model):
+    self._train_step(batch)`): the author knows the context; which statements it should hold is
+    not clear from here."""
+    if any(method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls):
+        return True
+    return scope.class_node is not None and any(
+        dotted(site.call.func) == f"self.{scope.name}" and _inside_accumulate(site.stmt)
+        for _, site in facts.calls_named(scope.name)
+    )
+
+
+def _inside_accumulate(stmt: Stmt) -> bool:
+    return any(
+        isinstance(node, WITHS) and any(
+            isinstance(item.context_expr, ast.Call) and method_of(item.context_expr)[1] == accelerate.ACCUMULATE_CONTEXT
+            for item in node.items
+        )
+        for node, _ in stmt.path
+    )
 
 
 def _reads_deepspeed_plugin(facts: ModuleFacts) -> bool:
@@ -490,7 +507,7 @@ def _every_micro_step(sf: ScopeFacts, facts: ModuleFacts, names: set[str]) -> It
             )
             continue
         dividing = _dividing_accelerator(backwards, facts)
-        if dividing is not None and not _steps_under_accumulate(sf.scope):
+        if dividing is not None and not _steps_under_accumulate(sf.scope, facts):
             accelerator, steps_given = dividing
             k = facts.source.segment(steps_given)
             yield Violation(
