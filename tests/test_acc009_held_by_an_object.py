@@ -39,6 +39,9 @@ class Actor(BaseActor):
 """
 
 TRAINER = """
+import torch
+
+
 class Trainer:
     def __init__(self, actor, loader, optimizer, accum_iter):
         self.actor = actor
@@ -147,6 +150,8 @@ def test_a_module_holding_the_bare_model_is_clean() -> None:
     # the object keeps the module inside the wrapper
     ("self.net = net.module", DIRECT, CALLED),
     (STORED, DIRECT, "with self.actor.net.no_sync():\n                loss = self.actor(data)"),
-], ids=["call-does-not-run-it", "not-called", "unwrapped", "no-sync"])
+    # called only without autograd: no graph through the held model to reduce
+    (STORED, DIRECT, 'with torch.no_grad():\n                loss = data["loss"] + self.actor(data)'),
+], ids=["call-does-not-run-it", "not-called", "unwrapped", "no-sync", "under-no-grad"])
 def test_clean_twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, run: str, forward: str) -> None:
     assert _acc009(tmp_path, monkeypatch, store, run, forward) == []

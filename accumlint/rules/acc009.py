@@ -626,24 +626,30 @@ def _advice(facts: ModuleFacts, model: str, where: str = "", wrapping: Optional[
     return f"wrap the forward and backward of non-final micro-steps{where} in `{model}.no_sync()`"
 
 
-def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
-    """The micro-step loop uses the model under `name` (or a local name bound to it)."""
-    names = {name} | {
+def _with_aliases(name: str, scope: Scope) -> set[str]:
+    """`name` and the local names bound to it alone (`model = self.model`)."""
+    return {name} | {
         alias for alias, definitions in scope.defs.items()
         if all(d.kind == "assign" and d.value is not None and dotted(d.value) == name for d in definitions)
     }
+
+
+def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
+    """The micro-step loop uses the model under `name` (or a local name bound to it)."""
+    names = _with_aliases(name, scope)
     return any(
         o.name in names and not o.write and window.micro_loop.contains(o.stmt) for o in scope.occurrences
     ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
 
 
 def _called_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
-    """The micro-step loop calls the object under `name` (or a local name bound to it)."""
-    names = {name} | {
-        alias for alias, definitions in scope.defs.items()
-        if all(d.kind == "assign" and d.value is not None and dotted(d.value) == name for d in definitions)
-    }
-    return any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
+    """The micro-step loop calls the object under `name` (or a local name bound to it) with
+    autograd on: a call under `no_grad` (an EMA copy's forward) builds no graph to reduce."""
+    names = _with_aliases(name, scope)
+    return any(
+        dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) and not site.stmt.no_grad
+        for site in scope.calls
+    )
 
 
 def _helper_controls_sync(scope: Scope, loop: Loop, facts: ModuleFacts) -> bool:
