@@ -213,7 +213,7 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
     kept: dict[str, str] = {}
     params = [p for p in method.params[1:]]
     for holder, value, stmt in _accumulations(method, lambda s: True):
-        if _judged_at(value, stmt) is None:
+        if _judged_at(value, stmt) is None or _slot_rewritten_each_call(stmt):
             continue
         if not lifetimes.own_attribute(holder) or next(lifetimes.resets(method, holder), None) is not None:
             continue
@@ -222,6 +222,17 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
                 kept[param] = holder
     memo[id(method)] = kept
     return kept
+
+
+def _slot_rewritten_each_call(stmt: Stmt) -> bool:
+    """`self.losses["GAN_" + name] = loss` inside `for name in self.heads:` of the method: the
+    slots are the same on every call and each call writes them anew, so the dict cannot grow."""
+    node = stmt.node
+    if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript)):
+        return False
+    keys = names_in(node.targets[0].slice)
+    targets = {target for loop in stmt.loops if not loop.implicit for target in loop.targets}
+    return bool(keys) and keys <= targets
 
 
 def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:

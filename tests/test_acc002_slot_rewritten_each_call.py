@@ -1,0 +1,80 @@
+"""ACC002 and a method called on every iteration that stores losses on the object under keys
+made from a loop of its own (`for name in self.heads: self.losses["GAN_" + name] = ...`): each
+call writes the same slots anew, so the dict cannot grow across calls (a GAN trainer's
+per-discriminator losses). Twins still reported: the slot added to (`+=`), and a key that changes
+from call to call (`self.history[self.step] = ...`). Forms: the method in the trainer's own
+module, and in a base class in another module."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from accumlint.engine import check_source
+from tests.snippets import findings_of
+
+METHOD = """
+    def get_dis_losses(self, net_d_output):
+        self.dis_losses = {} if self.dis_losses is None else self.dis_losses
+        for name in self.heads:
+            STORE
+"""
+
+LOOP = """
+    def train(self, loader):
+        self.step = 0
+        for x in loader:
+            out = self.net_d(x)
+            self.get_dis_losses(out)
+            total = sum(v.mean() for v in out.values())
+            self.opt_d.zero_grad()
+            total.backward()
+            self.opt_d.step()
+            self.step += 1
+"""
+
+INIT = """
+    def __init__(self, net_d, opt_d, heads):
+        self.net_d = net_d
+        self.opt_d = opt_d
+        self.heads = heads
+        self.dis_losses = None
+        self.history = {}
+"""
+
+REWRITTEN = 'self.dis_losses["GAN_" + name] = self.gan_loss(net_d_output[name])'
+ADDED = 'self.dis_losses["GAN_" + name] += self.gan_loss(net_d_output[name])'
+GROWING = "self.history[self.step] = self.gan_loss(net_d_output[name])"
+
+GAN_LOSS = """
+    def gan_loss(self, output):
+        return output.mean()
+"""
+
+
+def _trainer(store: str) -> str:
+    return "class Trainer:\n" + INIT + METHOD.replace("STORE", store) + GAN_LOSS + LOOP
+
+
+def _acc002(source: str) -> list:
+    return [f for f in check_source(source.encode(), "trainer.py").findings if f.code == "ACC002"]
+
+
+def test_slots_written_anew_on_every_call_are_clean() -> None:
+    assert _acc002(_trainer(REWRITTEN)) == []
+
+
+@pytest.mark.parametrize("store", [ADDED, GROWING], ids=["added-to", "key-changes-per-call"])
+def test_slots_that_grow_across_calls_are_reported(store: str) -> None:
+    [finding] = _acc002(_trainer(store))
+    assert "lives on the object" in finding.message
+
+
+def test_the_method_in_a_base_class_of_another_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    base = "class BaseTrainer:\n" + INIT + METHOD.replace("STORE", REWRITTEN) + GAN_LOSS
+    (tmp_path / "base.py").write_text(base)
+    trainer = "from base import BaseTrainer\n\n\nclass Trainer(BaseTrainer):\n" + LOOP
+    (tmp_path / "trainer.py").write_text(trainer)
+    monkeypatch.chdir(tmp_path)
+    assert findings_of(trainer.encode(), "ACC002", path="trainer.py") == []
