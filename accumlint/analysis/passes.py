@@ -1,5 +1,6 @@
 """A loop whose every pass runs backward, with the optimizer step once after it: the loop is one
-window of passes (chunks of a truncated sequence, micro-batches cut by size), whatever its count.
+window of passes (chunks of a truncated sequence, micro-batches cut by size, a `while` loop of
+restarts), whatever its count.
 Zeroing the gradients on every pass keeps only the last pass's gradient for that step (OpenNMT's
 truncated BPTT under `accum_count == 1`). Read only where no gated window covers the loop."""
 
@@ -70,7 +71,9 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
     if not any(e.kind == BACKWARD for e in events):
         return found
     for loop in scope.loops:
-        if loop.implicit or not isinstance(loop.node, FOR_LOOPS) or id(loop) in covered:
+        if loop.implicit or id(loop) in covered:
+            continue
+        if not isinstance(loop.node, FOR_LOOPS) and not (isinstance(loop.node, ast.While) and _repeats_passes(loop.node)):
             continue
         inside = [e for e in events if loop.contains(e.stmt)]
         if not any(e.kind == BACKWARD for e in inside) or any(e.kind == STEP for e in inside):
@@ -81,6 +84,22 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
         if step is not None and not _zeroed_before(step, loop, events):
             found.append((loop, step))
     return found
+
+
+def _repeats_passes(loop: ast.While) -> bool:
+    """`while r < args.restart_prob:` runs whole passes until its test fails; `while True:` with a
+    `break` once a pass succeeds (a retry after running out of memory) keeps only the pass that
+    got through, by design."""
+    if isinstance(loop.test, ast.Constant) or loop.orelse:
+        return False
+    stack: list[ast.AST] = list(loop.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.Break, ast.Try)):
+            return False
+        if not isinstance(node, (*FOR_LOOPS, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+    return True
 
 
 def _zeroed_before(step: Event, loop: Loop, events: list[Event]) -> bool:

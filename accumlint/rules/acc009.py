@@ -979,7 +979,8 @@ def _loops_of_passes(facts: ModuleFacts) -> Iterator[tuple[ScopeFacts, Loop, Eve
 def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
     """A DDP model wrapped in sight and run in a loop of micro-batches whose every pass runs
     backward, with the step once after the loop (`for batch in batch_steps: ... backward()` then
-    `optimizer.step()`): however many passes there are, each all-reduces."""
+    `optimizer.step()`, or a `while` loop of restarts): however many passes there are, each
+    all-reduces."""
     models = _ddp_models(facts)
     stepped: set[int] = set()  # two loops of passes before one step make one window: one finding
     for sf, loop, step in _loops_of_passes(facts):
@@ -997,10 +998,11 @@ def _in_a_loop_of_passes(facts: ModuleFacts, reported: set[int]) -> Iterator[Vio
         reported.add(id(backward.call))
         stepped.add(id(step))
         wrapping = _wrapping_of(used[0], sf.scope, facts)
+        kind = "`while` loop" if isinstance(loop.node, ast.While) else "loop of micro-batches"
         yield Violation(
             CODE,
-            f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this loop "
-            f"of micro-batches, while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}"
+            f"{_subject(facts, wrapping)} reduces gradients across ranks on every pass of this {kind}, "
+            f"while the optimizer steps once after it: {_advice(facts, used[0], wrapping=wrapping)}"
             f"{_others_too(used)}",
             backward.call,
         )
