@@ -155,3 +155,52 @@ def test_a_module_holding_the_bare_model_is_clean() -> None:
 ], ids=["call-does-not-run-it", "not-called", "unwrapped", "no-sync", "under-no-grad"])
 def test_clean_twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, run: str, forward: str) -> None:
     assert _acc009(tmp_path, monkeypatch, store, run, forward) == []
+
+
+IN_THE_LOOP = """
+import torch
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Actor:
+    def __init__(self, net, objective):
+        self.net = net
+        self.objective = objective
+
+    def __call__(self, data):
+        RUN
+
+
+def main(args, net, loader, optimizer):
+    net = DDP(net, device_ids=[args.local_rank])
+    actor = Actor(net, torch.nn.MSELoss())
+    for i, data in enumerate(loader):
+        FORWARD
+        loss.backward()
+        if (i + 1) % args.k == 0 or i + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+RUNS = 'return self.objective(self.net(data["x"]), data["y"])'
+LOOP_CALL = "loss = actor(data) / args.k"
+
+
+def _in_the_loop(run: str = RUNS, forward: str = LOOP_CALL) -> list:
+    source = IN_THE_LOOP.replace("RUN", run).replace("FORWARD", forward)
+    return [f for f in check_source(source.encode(), "train.py").findings if f.code == "ACC009"]
+
+
+def test_the_object_called_in_the_wrapping_function_own_loop() -> None:
+    [finding] = _in_the_loop()
+    assert finding.location.row == IN_THE_LOOP.splitlines().index("        loss.backward()") + 1
+    assert "`net`, the DistributedDataParallel model, held by `actor` as `self.net`" in finding.message
+    assert "`actor.net.no_sync()`" in finding.message
+
+
+@pytest.mark.parametrize("run,forward", [
+    ('return data["loss"]', LOOP_CALL),
+    (RUNS, 'with torch.no_grad():\n            loss = data["loss"] / args.k + actor(data)'),
+], ids=["call-does-not-run-it", "under-no-grad"])
+def test_in_the_loop_clean_twins(run: str, forward: str) -> None:
+    assert _in_the_loop(run, forward) == []

@@ -922,6 +922,8 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             used = used or submodules
             by_subclass = None if used else _wrapped_by_subclass(window.micro_loop, sf.scope, facts)
             used = used or ([by_subclass[0]] if by_subclass is not None else [])
+            holder = None if used else _holder_called_in(window, sf.scope, facts, models)
+            used = used or ([holder[0]] if holder is not None else [])
             backward = _backward_every_micro_step(window, sf.events, facts, used) if used else None
             if backward is None or backward.call is None or id(backward.call) in reported:
                 continue
@@ -952,6 +954,18 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                     backward.call,
                 )
                 continue
+            if holder is not None:
+                name, held = holder
+                wrapping = _wrapping_in_sight(held.value, sf.scope, facts)
+                inner = f"{name}.{held.attribute.partition('.')[2]}"  # `actor.net`
+                yield Violation(
+                    CODE,
+                    f"`{held.value}`, {_subject(facts, wrapping)}, held by `{name}` as `{held.attribute}`, runs "
+                    f"whenever `{name}` is called, and reduces gradients across ranks on every micro-step: "
+                    f"{_advice(facts, inner, wrapping=wrapping)}",
+                    backward.call,
+                )
+                continue
             wrapping = _wrapping_of(used[0], sf.scope, facts)
             yield Violation(
                 CODE,
@@ -959,6 +973,15 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
                 f"micro-step: {_advice(facts, used[0], wrapping=wrapping)}{_others_too(used)}",
                 backward.call,
             )
+
+
+def _holder_called_in(window: Window, scope: Scope, facts: ModuleFacts, models: set[str]) -> Optional[tuple[str, Holder]]:
+    """An object of this scope that holds a DDP model wrapped in sight and runs it when called
+    (`actor = Actor(net=model)`), called with autograd on every micro-step of the window."""
+    for name, held in sorted(holders(scope, models, facts.analysed.resolver).items()):
+        if _wrapping_in_sight(held.value, scope, facts) is not None and _called_every_micro_step(name, scope, window):
+            return name, held
+    return None
 
 
 def _loops_of_passes(facts: ModuleFacts) -> Iterator[tuple[ScopeFacts, Loop, Event]]:
