@@ -445,11 +445,22 @@ def _wrapper_step(facts: ModuleFacts, step: Event) -> Optional[Callee]:
     if call is None or not isinstance(call.func, ast.Attribute):
         return None
     if step.helper is None:
-        return facts.flow.instance_method(call, step.stmt)
+        method = facts.flow.instance_method(call, step.stmt)
+        return None if method is not None and _torch_optimizer_subclass(method) else method
     owner = dotted(call.func.value)
     if owner is not None and facts.analysed.resolver.instance_class(owner, step.stmt.scope) is not None:
-        return step.callee
+        return None if step.callee is not None and _torch_optimizer_subclass(step.callee) else step.callee
     return None
+
+
+def _torch_optimizer_subclass(method: Callee) -> bool:
+    """A project optimizer built on one of torch's (`class BertAdam(torch.optim.Optimizer)`): it
+    has torch's `zero_grad()`, so it is the optimizer itself, no wrapper around one."""
+    cls = method.scope.class_node
+    if cls is None:
+        return False
+    bases = method.module.resolver.library_bases(cls)
+    return any(base.startswith("torch.optim.") and not base.startswith("torch.optim.lr_scheduler") for base in bases)
 
 
 def _optimizer_of(step: Event) -> Optional[str]:
