@@ -54,6 +54,11 @@ _ANNOTATED_NUMBERS = {"int", "float", "bool", "str", "complex"}
 _ANNOTATED_TENSORS = {"Tensor", "torch.Tensor", "FloatTensor", "LongTensor", "torch.FloatTensor", "Parameter", "nn.Parameter"}
 
 
+# Project functions followed through their returns (`get_f1` returning what `get_precision` and
+# `get_recall` return): each hop reads its returns with a fresh expression depth.
+_MAX_CALL_HOPS = 4
+
+
 def combined(kinds: Iterable[str]) -> str:
     """One kind for values that may each reach a point: their common kind, else unknown."""
     found = set(kinds)
@@ -64,9 +69,10 @@ class ValueKinds:
     """The kind of a value at a statement, following local definitions, `self` attributes set in
     the class, parameters' annotations and defaults, and the returns of the project's functions."""
 
-    def __init__(self, flow: "DataFlow", backwarded: Iterable[str] = ()) -> None:
+    def __init__(self, flow: "DataFlow", backwarded: Iterable[str] = (), hops: int = 0) -> None:
         self.flow = flow
         self.backwarded = set(backwarded)
+        self.hops = hops  # project calls followed to get here: each callee's returns get a fresh depth
 
     def of(self, expr: ast.expr, at: Stmt, depth: int = 0) -> str:
         if depth > 10:
@@ -199,7 +205,9 @@ class ValueKinds:
         returned = returned_elements(callee.scope, () if index is None else (index,)) if callee is not None else None
         if callee is None or returned is None:
             return set()
-        kinds = ValueKinds(callee.module.flow)
+        if self.hops >= _MAX_CALL_HOPS:
+            return set()
+        kinds = ValueKinds(callee.module.flow, hops=self.hops + 1)
         found: set[str] = set()
         for value, stmt in returned:
             found |= kinds._collection_elements(value, stmt, depth + 1)
@@ -373,7 +381,7 @@ class ValueKinds:
 
     def _returned(self, call: ast.Call, at: Stmt, depth: int, index: Optional[int] = None) -> str:
         """What a function of the project returns (all its returns agree), or its return annotation."""
-        if depth > 8:
+        if self.hops >= _MAX_CALL_HOPS:
             return UNKNOWN
         callee = self._callee(call, at)
         if callee is None:
@@ -388,8 +396,8 @@ class ValueKinds:
         returned = returned_elements(callee.scope, () if index is None else (index,))
         if not returned:
             return UNKNOWN
-        kinds = ValueKinds(callee.module.flow)
-        return combined(kinds.of(value, stmt, depth + 2) for value, stmt in returned)
+        kinds = ValueKinds(callee.module.flow, hops=self.hops + 1)
+        return combined(kinds.of(value, stmt) for value, stmt in returned)
 
     def _callable_returns(self, func: ast.expr, at: Stmt) -> str:
         """`self.length_fn(batch)` where `length_fn: Callable[[Any], int]` was handed to `__init__`."""

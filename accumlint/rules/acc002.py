@@ -844,7 +844,10 @@ def _kept_in_evaluation_loops(facts: ModuleFacts, sf, backward_names: set[str], 
                 continue
             if not facts.flow.carries_graph(value, stmt) or not lifetimes.forward_in(value, stmt, models, loop):
                 continue
-            if _value_kind(facts, value, stmt, set()) == UNKNOWN and _made_out_of_sight(facts, value, stmt, set()):
+            kind = _value_kind(facts, value, stmt, set())
+            if kind == NUMBER:
+                continue  # a metric the project's functions turn into a number (`float(...)`)
+            if kind == UNKNOWN and _made_out_of_sight(facts, value, stmt, set()):
                 continue  # a metric computed from the outputs by a function out of sight
             if _handed_out(facts, scope, name):
                 continue  # handed to the caller, who may backward it or run this under no_grad
