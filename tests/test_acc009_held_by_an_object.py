@@ -204,3 +204,60 @@ def test_the_object_called_in_the_wrapping_function_own_loop() -> None:
 ], ids=["call-does-not-run-it", "under-no-grad"])
 def test_in_the_loop_clean_twins(run: str, forward: str) -> None:
     assert _in_the_loop(run, forward) == []
+
+
+DISTILLER = """
+import torch
+import torch.nn.functional as F
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+class Distiller:
+    def __init__(self, teacher):
+        self.teacher = teacher
+
+    def __call__(self, x, student_logits):
+        RUN_TEACHER
+        return F.kl_div(student_logits.log_softmax(-1), target, reduction="batchmean")
+
+
+class Trainer:
+    def __init__(self, distiller, student, loader, optimizer, k):
+        self.distiller = distiller
+        self.student = student
+        self.loader = loader
+        self.optimizer = optimizer
+        self.k = k
+
+    def train_epoch(self):
+        for i, x in enumerate(self.loader):
+            loss = self.distiller(x, self.student(x)) / self.k
+            loss.backward()
+            if (i + 1) % self.k == 0 or i + 1 == len(self.loader):
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+
+def main(args, student, teacher, loader):
+    student = DDP(student, device_ids=[args.local_rank])
+    teacher = DDP(teacher, device_ids=[args.local_rank])
+    optimizer = torch.optim.AdamW(student.parameters())
+    distiller = Distiller(teacher)
+    trainer = Trainer(distiller, student, loader, optimizer, args.k)
+    trainer.train_epoch()
+"""
+
+TEACHER_NO_GRAD = "with torch.no_grad():\n            target = self.teacher(x).softmax(-1)"
+
+
+def test_the_model_handed_directly_is_named_before_an_object_holding_another() -> None:
+    source = DISTILLER.replace("RUN_TEACHER", TEACHER_NO_GRAD)
+    [finding] = [f for f in check_source(source.encode(), "t.py").findings if f.code == "ACC009"]
+    assert "`self.student.no_sync()`" in finding.message
+    assert "held by" not in finding.message
+
+
+def test_an_object_running_its_model_only_without_autograd_is_no_holder() -> None:
+    source = DISTILLER.replace("RUN_TEACHER", TEACHER_NO_GRAD).replace(
+        "    student = DDP(student, device_ids=[args.local_rank])\n", "")
+    assert [f for f in check_source(source.encode(), "t.py").findings if f.code == "ACC009"] == []

@@ -101,3 +101,51 @@ def test_all_in_one_module() -> None:
 ], ids=["unwrapped", "no-sync"])
 def test_clean_twins(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, trainer: str, store: str, forward: str) -> None:
     assert _acc009(tmp_path, monkeypatch, trainer, store, forward) == []
+
+
+def test_a_subclass_keeping_the_inner_module_after_super_init_is_clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    trainer = OWN_INIT.replace(
+        "        super().__init__(model, loader, optimizer)\n",
+        "        super().__init__(model, loader, optimizer)\n        self.model = model.module\n",
+    )
+    (tmp_path / "base.py").write_text(BASE.replace("STORE", STORED))
+    (tmp_path / "trainer.py").write_text(trainer.replace("FORWARD", FORWARD))
+    main = MAIN.replace("BUILD", BUILDS[OWN_INIT])
+    (tmp_path / "train.py").write_text(main)
+    monkeypatch.chdir(tmp_path)
+    assert findings_of(main.encode(), "ACC009", path="train.py") == []
+
+
+LOOP_IN_BASE = """
+class BaseTrainer:
+    def __init__(self, model, loader, optimizer, k):
+        self.model = model
+        self.loader = loader
+        self.optimizer = optimizer
+        self.k = k
+""" + LOOP.replace("FORWARD", FORWARD)
+
+SUBCLASS = """
+from base import BaseTrainer
+
+
+class Trainer(BaseTrainer):
+    OVERRIDE
+"""
+
+SYNCED_LOOP = LOOP.replace("FORWARD", "with self.model.no_sync():\n                loss = self.model(x, y) / self.k")
+
+
+@pytest.mark.parametrize("override,reported", [
+    ("k = 4", True),
+    (SYNCED_LOOP.strip(), False),
+], ids=["inherited-loop", "overridden-loop"])
+def test_the_loop_in_the_base_class_runs_unless_the_subclass_overrides_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, override: str, reported: bool
+) -> None:
+    (tmp_path / "base.py").write_text(LOOP_IN_BASE)
+    (tmp_path / "trainer.py").write_text(SUBCLASS.replace("OVERRIDE", override))
+    main = MAIN.replace("BUILD", "Trainer(net, loader, optimizer, 4)")
+    (tmp_path / "train.py").write_text(main)
+    monkeypatch.chdir(tmp_path)
+    assert len(findings_of(main.encode(), "ACC009", path="train.py")) == int(reported)

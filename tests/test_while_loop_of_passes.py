@@ -2,8 +2,9 @@
 restarts of a refinement: `while r < args.restart_prob: ... loss.backward()`), is a window of
 passes like a `for` loop over micro-batches: a DDP model all-reduces on every pass (ACC009), and
 zeroing on every pass leaves only the last pass's gradient for the step (ACC007). Not a loop that
-runs until a pass gets through (`while True:` with a `break`, or a `try` that retries after running
-out of memory): only the pass that succeeds is meant to reach the step. Forms: a script and a
+runs until a pass gets through (`while True:` with a `break`, a `try` that retries after running
+out of memory, or a test on a flag the pass sets after its backward): only the pass that succeeds
+is meant to reach the step. Forms: a script and a
 trainer class."""
 
 from __future__ import annotations
@@ -107,7 +108,17 @@ def test_zeroing_on_every_restart_keeps_only_the_last() -> None:
     assert _codes(source) == [("ACC007", _row(source, "optimizer.zero_grad()", 1))]
 
 
-@pytest.mark.parametrize("passes", [RETRY, OOM_RETRY], ids=["until-break", "oom-retry"])
+FLAG_RETRY = """ok = False
+        attempts = 0
+        while not ok and attempts < 3:
+            attempts += 1
+            ZERO
+            loss = model(batch).mean()
+            loss.backward()
+            ok = bool(torch.isfinite(loss))"""
+
+
+@pytest.mark.parametrize("passes", [RETRY, OOM_RETRY, FLAG_RETRY], ids=["until-break", "oom-retry", "until-finite"])
 @pytest.mark.parametrize("zero", ["pass", "optimizer.zero_grad()"], ids=["no-zero", "zero-each-try"])
 def test_a_loop_that_runs_until_a_pass_gets_through_is_clean(passes: str, zero: str) -> None:
     assert _codes(_script(passes=passes, zero=zero)) == []

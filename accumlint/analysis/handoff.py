@@ -41,6 +41,11 @@ def handed_names(argument: ast.expr) -> set[str]:
     return {name} if name is not None else set()
 
 
+def call_arguments(call: ast.Call) -> list[ast.expr]:
+    """Every value a call hands over, positional and by keyword."""
+    return [*call.args, *(kw.value for kw in call.keywords)]
+
+
 def _parameter(bound: dict[str, ast.expr], value: str) -> Optional[str]:
     """The parameter the call binds to the name `value` (or to a choice that may be `value`)."""
     return next((param for param, argument in bound.items() if value in handed_names(argument)), None)
@@ -86,7 +91,8 @@ def _stored_as(init: Callee, param: str, depth: int = 0) -> list[str]:
         bound = bound_arguments(site.call, base) if base is not None else None
         handed = _parameter(bound, param) if bound is not None else None
         if base is not None and handed is not None:
-            return _stored_as(base, handed, depth + 1)
+            # `self.model = model.module` after `super().__init__(model)`: the subclass keeps another object
+            return [name for name in _stored_as(base, handed, depth + 1) if name not in init.scope.defs]
     return []
 
 
@@ -110,8 +116,10 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
     if not attributes or built is None:
         return []
     found: list[Handoff] = []
+    overridden: set[str] = {"__init__"}  # a base's method that a subclass redefines never runs on it
     for module, cls in resolver.class_chain(built):
-        methods = tuple(s for s in module.collected.scopes if s.class_node is cls and s.name != "__init__")
+        methods = tuple(s for s in module.collected.scopes if s.class_node is cls and s.name not in overridden)
+        overridden |= {s.name for s in module.collected.scopes if s.class_node is cls}
         found.extend(Handoff(init, attribute, methods, module) for attribute in attributes if methods)
     return found
 
@@ -120,6 +128,10 @@ def handoffs(site: CallSite, value: str, resolver: Resolver) -> list[Handoff]:
 class Holder:
     value: str  # the name of the value held in the scope that builds the holder (`net`)
     attribute: str  # where the holder's class keeps it (`self.net`)
+
+    def reached_through(self, holder: str) -> str:
+        """The value as reached through a name for the holder (`self.actor` -> `self.actor.net`)."""
+        return f"{holder}.{self.attribute.partition('.')[2]}"
 
 
 _RUN_ON_CALL = ("__call__", "forward")  # what calling an instance runs (`forward` of a module)
@@ -148,7 +160,7 @@ def holders(scope: Scope, values: set[str], resolver: Resolver) -> dict[str, Hol
 
 
 def _holder_built(site: CallSite, values: set[str], resolver: Resolver) -> Optional[Holder]:
-    handed = sorted({n for a in [*site.call.args, *(k.value for k in site.call.keywords)] for n in handed_names(a)} & values)
+    handed = sorted({n for a in call_arguments(site.call) for n in handed_names(a)} & values)
     for value in handed:
         found = handoffs(site, value, resolver)
         if not found or found[0].callee.scope.name != "__init__":
@@ -162,9 +174,9 @@ def _holder_built(site: CallSite, values: set[str], resolver: Resolver) -> Optio
 
 
 def _runs(method: Scope, attribute: str, methods: list[Scope], depth: int) -> bool:
-    """The method calls `attribute` (`self.net(x)`, `self.net.forward(x)`), or one of the class's
-    own methods that does."""
-    called = [dotted(site.call.func) for site in method.calls]
+    """The method calls `attribute` (`self.net(x)`, `self.net.forward(x)`) with autograd on, or
+    one of the class's own methods that does."""
+    called = [dotted(site.call.func) for site in method.calls if not site.stmt.no_grad]
     if attribute in called or f"{attribute}.forward" in called:
         return True
     if depth >= _MAX_METHOD_HOPS:

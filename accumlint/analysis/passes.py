@@ -87,10 +87,11 @@ def pass_loops(scope: Scope, events: list[Event], windows: list[Window]) -> list
 
 
 def _repeats_passes(loop: ast.While) -> bool:
-    """`while r < args.restart_prob:` runs whole passes until its test fails; `while True:` with a
-    `break` once a pass succeeds (a retry after running out of memory) keeps only the pass that
-    got through, by design."""
-    if isinstance(loop.test, ast.Constant) or loop.orelse:
+    """`while r < args.restart_prob:` runs whole passes until its test fails; a loop that runs
+    until a pass gets through keeps only that pass, by design: `while True:` with a `break`, a
+    `try` that retries after running out of memory, or a test on what a pass found out (`while not
+    ok:` with `ok = torch.isfinite(loss)` set after the backward)."""
+    if isinstance(loop.test, ast.Constant) or loop.orelse or names_in(loop.test) & _set_after_backward(loop):
         return False
     stack: list[ast.AST] = list(loop.body)
     while stack:
@@ -100,6 +101,23 @@ def _repeats_passes(loop: ast.While) -> bool:
         if not isinstance(node, (*FOR_LOOPS, ast.While, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             stack.extend(ast.iter_child_nodes(node))
     return True
+
+
+def _set_after_backward(loop: ast.While) -> set[str]:
+    """The names the loop's body assigns in or after its first statement that calls `backward`."""
+    found: set[str] = set()
+    seen_backward = False
+    for statement in loop.body:
+        seen_backward = seen_backward or any(
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "backward"
+            for node in ast.walk(statement)
+        )
+        if seen_backward:
+            for node in ast.walk(statement):
+                if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)):
+                    for target in (node.targets if isinstance(node, ast.Assign) else [node.target]):
+                        found |= names_in(target)
+    return found
 
 
 def _zeroed_before(step: Event, loop: Loop, events: list[Event]) -> bool:

@@ -13,7 +13,7 @@ from accumlint.analysis.calls import AnalysedModule, analysed, bound_arguments, 
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.collect import WITHS, CallSite, Collected, Definition, Loop, Scope, Stmt
 from accumlint.analysis.events import BACKWARD, Event
-from accumlint.analysis.handoff import Handoff, Holder, handed_names, handoffs, holders
+from accumlint.analysis.handoff import Handoff, Holder, call_arguments, handed_names, handoffs, holders
 from accumlint.analysis.passes import backward_each_pass
 from accumlint.analysis.reach import reached
 from accumlint.analysis.pinned import pinned_by
@@ -642,7 +642,7 @@ def _read_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
     ) or any(dotted(site.call.func) in names and window.micro_loop.contains(site.stmt) for site in scope.calls)
 
 
-def _called_every_micro_step(name: str, scope: Scope, window: Window) -> bool:
+def _called_in_micro_loop(name: str, scope: Scope, window: Window) -> bool:
     """The micro-step loop calls the object under `name` (or a local name bound to it) with
     autograd on: a call under `no_grad` (an EMA copy's forward) builds no graph to reduce."""
     names = _with_aliases(name, scope)
@@ -957,7 +957,7 @@ def _in_the_loop(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
             if holder is not None:
                 name, held = holder
                 wrapping = _wrapping_in_sight(held.value, sf.scope, facts)
-                inner = f"{name}.{held.attribute.partition('.')[2]}"  # `actor.net`
+                inner = held.reached_through(name)  # `actor.net`
                 yield Violation(
                     CODE,
                     f"`{held.value}`, {_subject(facts, wrapping)}, held by `{name}` as `{held.attribute}`, runs "
@@ -979,7 +979,7 @@ def _holder_called_in(window: Window, scope: Scope, facts: ModuleFacts, models: 
     """An object of this scope that holds a DDP model wrapped in sight and runs it when called
     (`actor = Actor(net=model)`), called with autograd on every micro-step of the window."""
     for name, held in sorted(holders(scope, models, facts.analysed.resolver).items()):
-        if _wrapping_in_sight(held.value, scope, facts) is not None and _called_every_micro_step(name, scope, window):
+        if _wrapping_in_sight(held.value, scope, facts) is not None and _called_in_micro_loop(name, scope, window):
             return name, held
     return None
 
@@ -1046,8 +1046,9 @@ def _handed_over(facts: ModuleFacts, reported: set[int]) -> Iterator[Violation]:
         for site in sf.scope.calls:
             if site.stmt.no_grad:
                 continue  # `with torch.no_grad(): full_eval(model, ...)`: no backward runs there
-            handed = {name for a in _arguments(site.call) for name in handed_names(a)}
-            for value in sorted(handed & (models | set(held))):
+            handed = {name for a in call_arguments(site.call) for name in handed_names(a)}
+            # an object holding a model counts only where no DDP model is handed over directly
+            for value in sorted(handed & models) or sorted(handed & set(held)):
                 holder: Optional[Holder] = held.get(value)
                 wrapping = _wrapping_in_sight(holder.value if holder is not None else value, sf.scope, facts)
                 if wrapping is None:
@@ -1080,10 +1081,6 @@ def _split_window_reading(sf: ScopeFacts, site: CallSite, handoff: Handoff) -> O
     return None
 
 
-def _arguments(call: ast.Call) -> list[ast.expr]:
-    return [*call.args, *(kw.value for kw in call.keywords)]
-
-
 def _loops_reached(
     handoff: Handoff, facts: ModuleFacts, depth: int = 0, called: bool = False,
 ) -> Iterator[tuple[Handoff, Scope, Event]]:
@@ -1101,7 +1098,7 @@ def _loops_reached(
         for window in windows:
             if id(window.micro_loop.node) in loops:
                 continue
-            if called and not _called_every_micro_step(handoff.name, reader, window):
+            if called and not _called_in_micro_loop(handoff.name, reader, window):
                 continue
             if not called and not _read_every_micro_step(handoff.name, reader, window):
                 continue
@@ -1115,7 +1112,7 @@ def _loops_reached(
         if found or depth >= _MAX_HOPS:
             continue
         for site in reader.calls:
-            if not site.stmt.no_grad and any(handoff.name in handed_names(argument) for argument in _arguments(site.call)):
+            if not site.stmt.no_grad and any(handoff.name in handed_names(argument) for argument in call_arguments(site.call)):
                 for onward in handoffs(site, handoff.name, module.resolver):
                     yield from _loops_reached(onward, facts, depth + 1, called)
 
@@ -1135,7 +1132,7 @@ def _handed_finding(
     function = f"`{reader.name}()`" + (f" through `{via}()`" if via is not None else "")
     named = value if owner is not None else handoff.name  # what the loop calls it (`self.model` in a trainer)
     if holder is not None:
-        named = f"{handoff.name}.{holder.attribute.partition('.')[2]}"  # `self.actor.net`
+        named = holder.reached_through(handoff.name)  # `self.actor.net`
     assert backward.call is not None
     if handoff.module is facts.analysed:
         call_line = getattr(site.stmt.node, "lineno", "?")
