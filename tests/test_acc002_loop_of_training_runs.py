@@ -89,3 +89,23 @@ def test_the_training_run_in_another_module(tmp_path: Path, monkeypatch: pytest.
 def test_a_loop_of_steps_keeping_what_each_step_returns_is_reported() -> None:
     [finding] = _acc002(STEP + SCRIPT)
     assert "`results` keeps the autograd graph" in finding.message
+
+
+WGAN_STEP = """
+def train_run(model, batch, optimizer, n_critic=5):
+    for _ in range(n_critic):
+        critic = model(batch).mean()
+        optimizer.zero_grad()
+        critic.backward()
+        optimizer.step()
+    loss = -model(batch).mean()
+    optimizer.zero_grad()
+    loss.backward()
+    optimizer.step()
+    return {"loss": loss, "last": model(batch)}
+"""
+
+
+def test_a_step_function_with_a_critic_loop_is_still_one_step() -> None:
+    [finding] = _acc002(WGAN_STEP + SCRIPT)
+    assert "`results` keeps the autograd graph" in finding.message

@@ -78,3 +78,39 @@ def test_the_method_in_a_base_class_of_another_module(tmp_path: Path, monkeypatc
     (tmp_path / "trainer.py").write_text(trainer)
     monkeypatch.chdir(tmp_path)
     assert findings_of(trainer.encode(), "ACC002", path="trainer.py") == []
+
+
+PER_SAMPLE = """
+class Trainer:
+    def __init__(self, net, opt):
+        self.net = net
+        self.opt = opt
+        self.sample_losses = {}
+
+    def record(self, ids, losses):
+        for i, sid in enumerate(ids):
+            self.sample_losses[sid] = losses[i]
+
+    def train(self, loader):
+        for x, y, ids in loader:
+            losses = self.net(x, y)
+            self.record(ids, losses)
+            loss = losses.mean()
+            self.opt.zero_grad()
+            loss.backward()
+            self.opt.step()
+"""
+
+
+def test_slots_keyed_by_the_batch_grow_across_calls() -> None:
+    [finding] = _acc002(PER_SAMPLE)
+    assert finding.location.row == PER_SAMPLE.splitlines().index("            self.sample_losses[sid] = losses[i]") + 1
+
+
+SAME_DICT_GROWING = "self.dis_losses[self.step] = self.gan_loss(net_d_output['all'])"
+
+
+def test_the_finding_lands_on_the_slot_that_grows() -> None:
+    source = _trainer(REWRITTEN + "\n        " + SAME_DICT_GROWING)
+    [finding] = _acc002(source)
+    assert finding.location.row == source.splitlines().index("        " + SAME_DICT_GROWING) + 1

@@ -44,3 +44,24 @@ def test_a_step_method_called_inside_accumulate_is_clean() -> None:
 def test_a_step_method_called_outside_accumulate_is_reported() -> None:
     source = TRAINER.format(enter=PLAIN)
     assert findings(source) == [("ACC012", row(source, "self.optimizer.step()"))]
+
+
+def test_another_class_calling_a_namesake_inside_accumulate_silences_nothing() -> None:
+    other = TRAINER.format(enter=ACCUMULATE).replace("class Trainer:", "class Other:").replace(
+        "from accelerate import Accelerator\n", "")
+    source = TRAINER.format(enter=PLAIN) + other
+    assert findings(source) == [("ACC012", row(source, "self.optimizer.step()"))]
+
+
+DRIVER = """
+
+def main(model, optimizer, loader, cfg):
+    trainer = Trainer(model, optimizer, loader, cfg)
+    for batch in loader:
+        with trainer.accelerator.accumulate(trainer.model):
+            trainer._train_step(batch)
+"""
+
+
+def test_a_driver_function_calling_the_step_method_inside_accumulate_is_clean() -> None:
+    assert findings(TRAINER.format(enter=ACCUMULATE) + DRIVER) == []

@@ -393,11 +393,14 @@ class ValueKinds:
                 return NUMBER
             if annotation in _ANNOTATED_TENSORS:
                 return TENSOR
-        returned = returned_elements(callee.scope, () if index is None else (index,))
-        if not returned:
-            return UNKNOWN
-        kinds = ValueKinds(callee.module.flow, hops=self.hops + 1)
-        return combined(kinds.of(value, stmt) for value, stmt in returned)
+        # Each function's returns are read once per hop count: helpers calling helpers stay linear.
+        memo: dict[tuple[int, Optional[int], int], str] = callee.module.flow.__dict__.setdefault("_return_kinds_memo", {})
+        key = (id(callee.scope), index, self.hops)
+        if key not in memo:
+            returned = returned_elements(callee.scope, () if index is None else (index,))
+            kinds = ValueKinds(callee.module.flow, hops=self.hops + 1)
+            memo[key] = combined(kinds.of(value, stmt) for value, stmt in returned) if returned else UNKNOWN
+        return memo[key]
 
     def _callable_returns(self, func: ast.expr, at: Stmt) -> str:
         """`self.length_fn(batch)` where `length_fn: Callable[[Any], int]` was handed to `__init__`."""

@@ -226,13 +226,30 @@ def _kept_parameters(facts: ModuleFacts, method: Scope) -> dict[str, str]:
 
 def _slot_rewritten_each_call(stmt: Stmt) -> bool:
     """`self.losses["GAN_" + name] = loss` inside `for name in self.heads:` of the method: the
-    slots are the same on every call and each call writes them anew, so the dict cannot grow."""
+    slots are the same on every call and each call writes them anew, so the dict cannot grow. Not
+    keys from the batch (`for idx in batch_ids:`), which change from call to call."""
     node = stmt.node
     if not (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Subscript)):
         return False
     keys = names_in(node.targets[0].slice)
-    targets = {target for loop in stmt.loops if not loop.implicit for target in loop.targets}
+    targets = {
+        target for loop in stmt.loops if not loop.implicit and _fixed_collection(loop.iter_expr)
+        for target in loop.targets
+    }
     return bool(keys) and keys <= targets
+
+
+def _fixed_collection(iterable: Optional[ast.expr]) -> bool:
+    """What a method walks the same way on every call: a setting on the object (`self.heads`, its
+    `.keys()`/`.items()`), a literal list or tuple, or `range` of a number."""
+    if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr in {"keys", "items", "values"}:
+        iterable = iterable.func.value
+    if isinstance(iterable, (ast.List, ast.Tuple)):
+        return all(isinstance(element, ast.Constant) for element in iterable.elts)
+    if isinstance(iterable, ast.Call) and dotted(iterable.func) == "range":
+        return all(isinstance(arg, ast.Constant) for arg in iterable.args)
+    name = dotted(iterable) if iterable is not None else None
+    return name is not None and name.startswith("self.")
 
 
 def _meter_stores(facts: ModuleFacts, scope: Scope, keep) -> Iterator[tuple[str, ast.expr, Stmt, str]]:
@@ -732,7 +749,7 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
     # A loop whose every backward runs in a called function's own training loop runs whole
     # trainings (one per fold, task or dataset), not steps: what it keeps per run does not grow
     # with the steps.
-    stepping = {key: events for key, events in stepping.items() if events and not all(map(_trains_a_run, events))}
+    stepping = {key: events for key, events in stepping.items() if events and not all(_trains_a_run(e, facts) for e in events)}
     steps = [e.stmt for e in sf.events if e.kind == STEP]
     for loop in scope.loops:
         if id(loop) not in training and id(loop) not in stepping:
@@ -779,9 +796,10 @@ def _kept_in_training_loops(facts: ModuleFacts, sf, backward_names: set[str]) ->
             yield _kept_every_iteration(facts, name, value, stmt, via, backwarded, at)
 
 
-def _trains_a_run(event: Event) -> bool:
-    """The called function runs a training loop of its own: a loop whose body runs a backward
-    and an optimizer step."""
+def _trains_a_run(event: Event, facts: ModuleFacts) -> bool:
+    """The called function runs a training loop of its own: a loop over data whose body runs a
+    backward and an optimizer step (not a WGAN step's `for _ in range(n_critic):`, whose caller's
+    loop is still the loop of steps)."""
     callee = event.callee
     if callee is None:
         return False
@@ -789,6 +807,7 @@ def _trains_a_run(event: Event) -> bool:
     return any(
         any(e.kind == BACKWARD and loop.contains(e.stmt) for e in events)
         and any(e.kind == STEP and loop.contains(e.stmt) for e in events)
+        and lifetimes.over_data(loop, facts)
         for loop in callee.scope.loops if not loop.implicit  # a step method's own body is one step
     )
 
@@ -1062,7 +1081,7 @@ def _kept_by_called_methods(facts: ModuleFacts, sf) -> Iterator[Violation]:
                     continue
                 store = next(
                     (stmt for name, value, stmt in _accumulations(method, lambda s: True)
-                     if name == holder and _reads_parameter(value, param)),
+                     if name == holder and _reads_parameter(value, param) and not _slot_rewritten_each_call(stmt)),
                     None,
                 )
                 if store is None:

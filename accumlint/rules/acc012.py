@@ -307,14 +307,16 @@ def _dividing_accelerator(backwards: list[Event], facts: ModuleFacts) -> Optiona
 
 def _steps_under_accumulate(scope: Scope, facts: ModuleFacts) -> bool:
     """The function enters some accelerator's `accumulate()` (around another loop or another step),
-    or a method of its class calls it inside one (`with self.accelerator.accumulate(model):
+    or a call in the module that runs it sits inside one (`with self.accelerator.accumulate(model):
     self._train_step(batch)`): the author knows the context; which statements it should hold is
     not clear from here."""
     if any(method_of(site.call)[1] == accelerate.ACCUMULATE_CONTEXT for site in scope.calls):
         return True
+    resolver = facts.analysed.resolver
     return scope.class_node is not None and any(
-        dotted(site.call.func) == f"self.{scope.name}" and _inside_accumulate(site.stmt)
-        for _, site in facts.calls_named(scope.name)
+        _inside_accumulate(site.stmt) and (callee := resolver.resolve(site.call, caller.scope)) is not None
+        and callee.scope is scope
+        for caller, site in facts.calls_named(scope.name)
     )
 
 
