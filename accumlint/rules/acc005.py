@@ -396,16 +396,34 @@ def _restarted_count(window: Window) -> Optional[str]:
 
 
 def _at_first_batch(stmt, loop) -> bool:
-    """Under `if i == 0:` alone, `i` the loop's own index counted from 0 (`enumerate(loader)`): the
-    first batch of every pass over the data, and only it (not `if epoch == 0 and i == 0:`)."""
-    iterable = loop.iter_expr
-    if not (isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and len(iterable.args) == 1
-            and not iterable.keywords):
-        return False
-    index = getattr(getattr(loop.node, "target", None), "elts", [None])[0]
+    """Under `if i == 0:` alone, `i` the loop's own index counted from 0 (`enumerate(loader)`), or a
+    counter the statements just before the loop set to 0 (`batch_idx = 0`, then `for b in loader:`
+    with `if batch_idx == 0: optimizer.zero_grad()`): it holds at the first batch of every pass over
+    the data (not `if epoch == 0 and i == 0:`)."""
     blocks = stmt.blocks_inside(loop.node) or ()
     tests = [node.test for node, branch in blocks if isinstance(node, ast.If) and branch == "body"]
-    return len(tests) == 1 and isinstance(index, ast.Name) and name_equals(tests[0]) == (index.id, 0)
+    tested = name_equals(tests[0]) if len(tests) == 1 else None
+    if tested is None or tested[1] != 0:
+        return False
+    iterable = loop.iter_expr
+    if isinstance(iterable, ast.Call) and dotted(iterable.func) == "enumerate" and len(iterable.args) == 1 \
+            and not iterable.keywords:
+        index = getattr(getattr(loop.node, "target", None), "elts", [None])[0]
+        if isinstance(index, ast.Name) and tested[0] == index.id:
+            return True
+    return _set_to_zero_before(tested[0], loop)
+
+
+def _set_to_zero_before(name: str, loop) -> bool:
+    """`name = 0` among the statements right before the loop in its block (the pass starts there)."""
+    block = loop.header.block or []
+    position = next((i for i, node in enumerate(block) if node is loop.node), None)
+    for node in reversed(block[:position] if position is not None else []):
+        if isinstance(node, ast.Assign) and any(dotted(t) == name for t in node.targets):
+            return int_value(node.value) == 0
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.Try)):
+            return False  # a block in between may set it otherwise
+    return False
 
 
 def _skips_batch_zero(test: ast.expr, counter: ast.expr, k: Optional[str]) -> bool:
