@@ -65,6 +65,12 @@ def test_slots_written_anew_on_every_call_are_clean() -> None:
     assert _acc002(_trainer(REWRITTEN)) == []
 
 
+def test_slots_over_a_range_of_a_setting_are_clean() -> None:
+    source = _trainer(REWRITTEN.replace('"GAN_" + name', '"GAN_T%d" % name')).replace(
+        "for name in self.heads:", "for name in range(self.num_scales):")
+    assert _acc002(source) == []
+
+
 @pytest.mark.parametrize("store", [ADDED, GROWING], ids=["added-to", "key-changes-per-call"])
 def test_slots_that_grow_across_calls_are_reported(store: str) -> None:
     [finding] = _acc002(_trainer(store))

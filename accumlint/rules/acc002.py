@@ -241,14 +241,19 @@ def _slot_rewritten_each_call(stmt: Stmt) -> bool:
 
 def _fixed_collection(iterable: Optional[ast.expr]) -> bool:
     """What a method walks the same way on every call: a setting on the object (`self.heads`, its
-    `.keys()`/`.items()`), a literal list or tuple, or `range` of a number."""
+    `.keys()`/`.items()`), a literal list or tuple, or `range` of numbers or settings."""
     if isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Attribute) and iterable.func.attr in {"keys", "items", "values"}:
         iterable = iterable.func.value
     if isinstance(iterable, (ast.List, ast.Tuple)):
         return all(isinstance(element, ast.Constant) for element in iterable.elts)
     if isinstance(iterable, ast.Call) and dotted(iterable.func) == "range":
-        return all(isinstance(arg, ast.Constant) for arg in iterable.args)
-    name = dotted(iterable) if iterable is not None else None
+        return all(isinstance(arg, ast.Constant) or _setting(arg) for arg in iterable.args)
+    return iterable is not None and _setting(iterable)
+
+
+def _setting(value: ast.expr) -> bool:
+    """An attribute of the object (`self.heads`, `self.cfg.num_scales`), the same on every call."""
+    name = dotted(value)
     return name is not None and name.startswith("self.")
 
 
