@@ -616,6 +616,11 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
             if any(view.tensor is None and view.helper for view in later):
                 continue  # a called backward of a tensor not in sight may run through this graph
             following = _next_through_the_same_graph(event, later, sf, facts) if later else None
+            if following is None:  # one that may meet this graph on some branch of an `if`
+                following = min(
+                    (other for other in later if _may_meet_on_a_branch(event, other, sf, facts)),
+                    key=lambda e: e.order, default=None,
+                )
             repeating = _repeating_loop(event, sf.events)
             removable = False
             if following is not None:
@@ -645,8 +650,6 @@ def check(facts: ModuleFacts) -> Iterator[Violation]:
                     continue  # the next iteration's backward (of this loop or an inner one) goes through it again
                 if _yielded_by_a_generator(event, sf, facts):
                     continue
-                if any(_may_meet_on_a_branch(event, other, sf, facts) for other in later):
-                    continue  # a definition on another branch may carry this graph into a later backward
                 reason = "no later backward in the iteration goes through it"
                 removable = True
             chained = _chains(event, sf, facts, outer)
