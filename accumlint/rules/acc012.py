@@ -314,19 +314,9 @@ def _steps_under_accumulate(scope: Scope, facts: ModuleFacts) -> bool:
         return True
     resolver = facts.analysed.resolver
     return scope.class_node is not None and any(
-        _inside_accumulate(site.stmt) and (callee := resolver.resolve(site.call, caller.scope)) is not None
+        _accumulate_owner(site.stmt, facts) is not None and (callee := resolver.resolve(site.call, caller.scope)) is not None
         and callee.scope is scope
         for caller, site in facts.calls_named(scope.name)
-    )
-
-
-def _inside_accumulate(stmt: Stmt) -> bool:
-    return any(
-        isinstance(node, WITHS) and any(
-            isinstance(item.context_expr, ast.Call) and method_of(item.context_expr)[1] == accelerate.ACCUMULATE_CONTEXT
-            for item in node.items
-        )
-        for node, _ in stmt.path
     )
 
 
