@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from accumlint.analysis.collect import Definition, Scope
+from accumlint.analysis.collect import Definition, Scope, Stmt
 from accumlint.analysis.dataflow import reaching
 from accumlint.analysis.events import BACKWARD, Event
 from accumlint.analysis.exprs import class_like, data_names_in, dotted, last_part
@@ -64,6 +64,36 @@ def ancestry_definitions(scope: Scope, event: Event, into_outputs: bool = False)
                 # `with amp.scale_loss(loss, optimizer) as scaled_loss:` runs backward through `loss`
                 pending.extend((n, definition.order) for n in data_names_in(definition.value.args[0]))
     return found
+
+
+def every_branch_ancestry(scope: Scope, event: Event) -> dict[int, Definition]:
+    """The definitions of the names on the way to the backward's tensor that may reach it on some
+    branch: before it, on a branch it can run with, and not overwritten by a later definition that
+    always runs before it (one in a block around the backward). `ancestry_definitions` follows the
+    one definition `reaching` gives; this reads both sides of an `if` that assigns a name twice."""
+    found: dict[int, Definition] = {}
+    pending = [(name, event.stmt) for name in data_names_in(event.tensor)] if event.tensor is not None else []
+    seen: set[tuple[str, int]] = set()
+    while pending and len(seen) < 500:
+        name, at = pending.pop()
+        if (name, id(at)) in seen:
+            continue
+        seen.add((name, id(at)))
+        before = [d for d in scope.definitions(name) if d.order < at.order and d.stmt.compatible(at)]
+        for definition in before:
+            if definition.value is None or any(
+                later.order > definition.order and _always_before(later.stmt, at) for later in before
+            ):
+                continue
+            found[id(definition)] = definition
+            if definition.kind in {"assign", "unpack", "aug", "inplace"}:
+                pending.extend((n, definition.stmt) for n in data_names_in(definition.value))
+    return found
+
+
+def _always_before(stmt: Stmt, at: Stmt) -> bool:
+    """`stmt` sits in a block around `at` (or in its own): whenever `at` runs, `stmt` ran first."""
+    return len(stmt.path) <= len(at.path) and all(a is b and x == y for (a, x), (b, y) in zip(stmt.path, at.path))
 
 
 def _an_output(name: str, scope: Scope) -> bool:

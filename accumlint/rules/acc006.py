@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import Callable, Iterator, Optional
 
 from accumlint.analysis import ModuleFacts, settings
-from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry
+from accumlint.analysis.ancestry import ancestry_definitions, backward_ancestry, every_branch_ancestry
 from accumlint.analysis.calls import AnalysedModule, Callee, bound_arguments
 from accumlint.analysis.collect import Definition, Loop, Scope, Stmt
 from accumlint.analysis.dataflow import DataFlow
 from accumlint.analysis.events import BACKWARD, CLIP, STEP, UNSCALE, UPDATE, ZERO, Event, retains_graph
-from accumlint.analysis.exprs import data_names_in, BUILTIN_NAMES, FILLING_METHODS, class_like, dotted, last_part, method_of, names_in, subscript_holder
+from accumlint.analysis.exprs import BUILTIN_NAMES, FILLING_METHODS, class_like, dotted, last_part, method_of, names_in, subscript_holder
 from accumlint.analysis.reach import Reached, reached
 from accumlint.frameworks import torch_core
 from accumlint.model import Fix, Violation
@@ -111,40 +111,11 @@ def _may_meet_on_a_branch(event: Event, later: Event, sf, facts: ModuleFacts) ->
     self.train_decoder: context_loss = kl + decoder_loss` / `else: context_loss = kl`), the two
     passes may reach one graph-carrying value: then removing `retain_graph` may break the later
     backward, and nothing is claimed."""
-    first, second = _every_branch_ancestry(sf.scope, event), _every_branch_ancestry(sf.scope, later)
+    first, second = every_branch_ancestry(sf.scope, event), every_branch_ancestry(sf.scope, later)
     return any(
         facts.flow.definition_carries(d) or _unpacked_under_autograd(d)
         for key, d in first.items() if key in second
     )
-
-
-def _every_branch_ancestry(scope: Scope, event: Event) -> dict[int, Definition]:
-    """The definitions of the names on the way to the backward's tensor that may reach it on some
-    branch: before it, on a branch it can run with, and not overwritten by a later definition that
-    always runs before it (one in a block around the backward)."""
-    found: dict[int, Definition] = {}
-    pending = [(name, event.stmt) for name in data_names_in(event.tensor)] if event.tensor is not None else []
-    seen: set[tuple[str, int]] = set()
-    while pending and len(seen) < 500:
-        name, at = pending.pop()
-        if (name, id(at)) in seen:
-            continue
-        seen.add((name, id(at)))
-        before = [d for d in scope.definitions(name) if d.order < at.order and d.stmt.compatible(at)]
-        for definition in before:
-            if definition.value is None or any(
-                later.order > definition.order and _always_before(later.stmt, at) for later in before
-            ):
-                continue
-            found[id(definition)] = definition
-            if definition.kind in {"assign", "unpack", "aug", "inplace"}:
-                pending.extend((n, definition.stmt) for n in data_names_in(definition.value))
-    return found
-
-
-def _always_before(stmt: Stmt, at: Stmt) -> bool:
-    """`stmt` sits in a block around `at` (or in its own): whenever `at` runs, `stmt` ran first."""
-    return len(stmt.path) <= len(at.path) and all(a is b and x == y for (a, x), (b, y) in zip(stmt.path, at.path))
 
 
 def _unpacked_under_autograd(definition: Definition) -> bool:
